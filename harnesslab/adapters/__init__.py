@@ -1,0 +1,1 @@
+"""Real harnesses behind the reference harness's interface, imported lazily."""

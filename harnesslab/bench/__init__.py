@@ -1,0 +1,1 @@
+"""Evaluation: scenarios, runner, record, checks, metrics."""

@@ -1,0 +1,1 @@
+"""The reference harness: the system under test."""

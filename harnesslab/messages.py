@@ -1,0 +1,347 @@
+"""Message, block, tool-schema and request value types shared by every part, with a lossless
+JSON round-trip.
+
+The block set follows AgentScope 2.0.x (text, thinking, hint, tool call, tool result, data), so
+its estimator can be reproduced exactly and its turn layout (one assistant message per reply
+holding hints, calls, results and text) can be expressed as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from harnesslab.errors import InputError
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    thinking: str
+
+
+@dataclass(frozen=True, slots=True)
+class DataBlock:
+    """A non-text payload (image, audio, PDF): base64 data or a URL in ``source``."""
+
+    media_type: str
+    source: str
+    name: str = ""
+
+    @property
+    def is_image(self) -> bool:
+        return self.media_type.startswith("image/")
+
+
+Part: TypeAlias = TextBlock | DataBlock
+
+
+@dataclass(frozen=True, slots=True)
+class HintBlock:
+    """A harness-written hint (runtime state, reminders); a string or text/data parts."""
+
+    hint: str | tuple[Part, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallBlock:
+    """A tool call; ``input`` is the raw JSON argument string, as the model wrote it."""
+
+    id: str
+    name: str
+    input: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    id: str
+    name: str
+    output: str | tuple[Part, ...]
+    is_error: bool = False
+
+
+Block: TypeAlias = TextBlock | ThinkingBlock | HintBlock | ToolCallBlock | ToolResultBlock | DataBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: tuple[Block, ...]
+    name: str = ""
+    id: str = ""
+
+    @classmethod
+    def text(cls, role: Role, text: str, *, name: str = "", id: str = "") -> Message:
+        return cls(role, (TextBlock(text),), name=name, id=id)
+
+    def plain_text(self) -> str:
+        """The message's text blocks joined by newlines (what a reader calls its text)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+class History(tuple[Message, ...]):
+    """An immutable message sequence that remembers the sequence it was derived from.
+
+    ``base`` is that sequence and ``shared`` how many leading messages the two have in common
+    (the same objects). Counters use it to skip the shared prefix in O(1) instead of
+    comparing it, which keeps turn-by-turn counting linear in the conversation's length. Build
+    one only through ``of``, ``appended`` and ``replaced``, which guarantee ``shared``.
+    """
+
+    base: tuple[Message, ...] | None
+    shared: int
+
+    @classmethod
+    def _make(cls, items: tuple[Message, ...] | list[Message], base: tuple[Message, ...] | None,
+              shared: int) -> History:
+        h = super().__new__(cls, items)
+        h.base, h.shared = base, shared
+        return h
+
+    @classmethod
+    def of(cls, items: tuple[Message, ...] | list[Message] = ()) -> History:
+        return cls._make(tuple(items), None, 0)
+
+    def appended(self, *messages: Message) -> History:
+        return History._make((*self, *messages), self, len(self))
+
+    def replaced(self, index: int, message: Message) -> History:
+        """A copy with one message replaced (a reply message that grew, an edit)."""
+        i = index % len(self) if self else 0
+        items = list(self)
+        items[i] = message
+        return History._make(items, self, i)
+
+    def truncated(self, start: int) -> History:
+        """The messages from ``start`` on (what a compaction keeps); nothing is shared."""
+        return History._make(self[start:], self, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """A tool's schema as the model receives it, kept as its exact JSON text.
+
+    ``json`` is ``json.dumps(schema, ensure_ascii=False)`` with the default separators, which is
+    what AgentScope concatenates into its estimate.
+    """
+
+    name: str
+    json: str
+
+    @classmethod
+    def from_dict(cls, schema: Mapping[str, Any]) -> ToolSchema:
+        fn = schema.get("function", schema)
+        name = fn.get("name") if isinstance(fn, Mapping) else None
+        if not isinstance(name, str):
+            raise InputError("a tool schema needs a string 'name' (or 'function.name')",
+                             field="tools")
+        return cls(name, json.dumps(schema, ensure_ascii=False))
+
+    def to_dict(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.json)
+        return loaded
+
+
+def tools_json(tools: tuple[ToolSchema, ...]) -> str:
+    """``json.dumps(list_of_schemas, ensure_ascii=False)``, built from the kept texts."""
+    return "[" + ", ".join(t.json for t in tools) + "]"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a harness sends to the model: the unit the service bills and the fake model reads."""
+
+    system: str
+    messages: tuple[Message, ...]
+    summary: str = ""
+    tools: tuple[ToolSchema, ...] = ()
+    output_budget: int | None = None  # None: the service profile's default max output
+    session_id: str = ""
+    meta: tuple[tuple[str, str], ...] = field(default=())  # e.g. ("purpose", "summary")
+
+
+# --- counted texts -------------------------------------------------------------------------
+
+def _part_texts(parts: str | tuple[Part, ...]) -> Iterator[str]:
+    if isinstance(parts, str):
+        yield parts
+    else:
+        for p in parts:
+            if isinstance(p, TextBlock):
+                yield p.text
+
+
+def _part_data(parts: str | tuple[Part, ...]) -> int:
+    return 0 if isinstance(parts, str) else sum(isinstance(p, DataBlock) for p in parts)
+
+
+def block_texts(block: Block) -> Iterator[str]:
+    """The strings of a block that AgentScope's estimator counts (names and ids are not)."""
+    if isinstance(block, TextBlock):
+        yield block.text
+    elif isinstance(block, ThinkingBlock):
+        yield block.thinking
+    elif isinstance(block, HintBlock):
+        yield from _part_texts(block.hint)
+    elif isinstance(block, ToolCallBlock):
+        yield block.input
+    elif isinstance(block, ToolResultBlock):
+        yield from _part_texts(block.output)
+
+
+def block_data_count(block: Block) -> int:
+    """Data blocks at top level, inside a tool-result list or inside a hint list."""
+    if isinstance(block, DataBlock):
+        return 1
+    if isinstance(block, HintBlock):
+        return _part_data(block.hint)
+    if isinstance(block, ToolResultBlock):
+        return _part_data(block.output)
+    return 0
+
+
+def message_images(message: Message) -> Iterator[DataBlock]:
+    for b in message.content:
+        if isinstance(b, DataBlock):
+            if b.is_image:
+                yield b
+        elif isinstance(b, HintBlock | ToolResultBlock):
+            parts = b.hint if isinstance(b, HintBlock) else b.output
+            if not isinstance(parts, str):
+                yield from (p for p in parts if isinstance(p, DataBlock) and p.is_image)
+
+
+# --- JSON round-trip -------------------------------------------------------------------------
+
+def _parts_to_json(parts: str | tuple[Part, ...]) -> str | list[dict[str, Any]]:
+    return parts if isinstance(parts, str) else [block_to_dict(p) for p in parts]
+
+
+def block_to_dict(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ThinkingBlock):
+        return {"type": "thinking", "thinking": block.thinking}
+    if isinstance(block, DataBlock):
+        return {"type": "data", "media_type": block.media_type, "source": block.source,
+                "name": block.name}
+    if isinstance(block, HintBlock):
+        return {"type": "hint", "hint": _parts_to_json(block.hint), "source": block.source}
+    if isinstance(block, ToolCallBlock):
+        return {"type": "tool_call", "id": block.id, "name": block.name, "input": block.input}
+    return {"type": "tool_result", "id": block.id, "name": block.name,
+            "output": _parts_to_json(block.output), "is_error": block.is_error}
+
+
+def _req(d: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    v = d.get(key)
+    if not isinstance(v, kind):
+        raise InputError(f"expected {kind.__name__} '{key}', got {type(v).__name__}", field=where)
+    return v
+
+
+def _parts_from_json(v: Any, where: str) -> str | tuple[Part, ...]:
+    if isinstance(v, str):
+        return v
+    if not isinstance(v, list):
+        raise InputError("expected a string or a list of text/data blocks", field=where)
+    parts: list[Part] = []
+    for i, p in enumerate(v):
+        b = block_from_dict(p, f"{where}[{i}]")
+        if not isinstance(b, TextBlock | DataBlock):
+            raise InputError("only text and data blocks may appear here", field=f"{where}[{i}]")
+        parts.append(b)
+    return tuple(parts)
+
+
+def block_from_dict(d: Any, where: str = "block") -> Block:
+    if not isinstance(d, Mapping):
+        raise InputError("expected an object", field=where)
+    t = d.get("type")
+    if t == "text":
+        return TextBlock(_req(d, "text", str, where))
+    if t == "thinking":
+        return ThinkingBlock(_req(d, "thinking", str, where))
+    if t == "data":
+        return DataBlock(_req(d, "media_type", str, where), _req(d, "source", str, where),
+                         d.get("name", "") or "")
+    if t == "hint":
+        return HintBlock(_parts_from_json(d.get("hint"), f"{where}.hint"), d.get("source", "") or "")
+    if t == "tool_call":
+        return ToolCallBlock(_req(d, "id", str, where), _req(d, "name", str, where),
+                             _req(d, "input", str, where))
+    if t == "tool_result":
+        return ToolResultBlock(_req(d, "id", str, where), _req(d, "name", str, where),
+                               _parts_from_json(d.get("output"), f"{where}.output"),
+                               bool(d.get("is_error", False)))
+    raise InputError(f"unknown block type {t!r}; expected one of text, thinking, data, hint, "
+                     "tool_call, tool_result", field=f"{where}.type")
+
+
+def message_to_dict(m: Message) -> dict[str, Any]:
+    d: dict[str, Any] = {"role": m.role, "content": [block_to_dict(b) for b in m.content]}
+    if m.name:
+        d["name"] = m.name
+    if m.id:
+        d["id"] = m.id
+    return d
+
+
+def message_from_dict(d: Any, where: str = "message") -> Message:
+    if not isinstance(d, Mapping):
+        raise InputError("expected an object", field=where)
+    role = d.get("role")
+    if role not in ROLES:
+        raise InputError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}",
+                         field=f"{where}.role")
+    content = d.get("content")
+    if not isinstance(content, list):
+        raise InputError("expected a list of blocks", field=f"{where}.content")
+    blocks = tuple(block_from_dict(b, f"{where}.content[{i}]") for i, b in enumerate(content))
+    return Message(role, blocks, name=d.get("name", "") or "", id=d.get("id", "") or "")
+
+
+def request_to_dict(r: Request) -> dict[str, Any]:
+    return {
+        "system": r.system,
+        "summary": r.summary,
+        "messages": [message_to_dict(m) for m in r.messages],
+        "tools": [t.to_dict() for t in r.tools],
+        "output_budget": r.output_budget,
+        "session_id": r.session_id,
+        "meta": [list(kv) for kv in r.meta],
+    }
+
+
+def request_from_dict(d: Any) -> Request:
+    if not isinstance(d, Mapping):
+        raise InputError("expected an object", field="request")
+    msgs = d.get("messages", [])
+    if not isinstance(msgs, list):
+        raise InputError("expected a list", field="request.messages")
+    budget = d.get("output_budget")
+    return Request(
+        system=d.get("system", "") or "",
+        summary=d.get("summary", "") or "",
+        messages=tuple(message_from_dict(m, f"messages[{i}]") for i, m in enumerate(msgs)),
+        tools=tuple(ToolSchema.from_dict(t) for t in d.get("tools", []) or []),
+        output_budget=int(budget) if budget is not None else None,
+        session_id=d.get("session_id", "") or "",
+        meta=tuple((str(k), str(v)) for k, v in d.get("meta", []) or []),
+    )
+
+
+def dumps(obj: Message | Request) -> str:
+    """Canonical JSON text of a message or request (sorted keys, no ASCII escaping)."""
+    d = message_to_dict(obj) if isinstance(obj, Message) else request_to_dict(obj)
+    return json.dumps(d, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,1 @@
+"""Output: plots and HTML, built from records only."""

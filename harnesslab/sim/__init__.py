@@ -1,0 +1,1 @@
+"""The world outside the harness: clock, world, tools, model service, fake model, filler."""

@@ -1,0 +1,29 @@
+"""Shared fixtures. Every test session starts from an empty tokenizer cache, so the offline
+seeding path is exercised on every run, as on a fresh machine."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+# Set before any harnesslab import can load a tokenizer.
+os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+os.environ["HARNESSLAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="harnesslab-test-cache-")
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt by tiktoken to fetch a vocab over HTTP fails the test."""
+    import tiktoken.load
+
+    real = tiktoken.load.read_file
+
+    def guarded(blobpath: str) -> bytes:
+        if blobpath.startswith(("http://", "https://")):
+            raise AssertionError(f"network fetch attempted: {blobpath}")
+        data: bytes = real(blobpath)
+        return data
+
+    monkeypatch.setattr(tiktoken.load, "read_file", guarded)
