@@ -1,0 +1,157 @@
+"""The intent vocabulary shared by scenarios, the fake model and adapters: closed sets of acts,
+entity slots, constraints and claims, and the published text forms (tags, markers, id patterns)
+by which the fake model recognises them in a request.
+
+Everything the fake model can understand is declared here; nothing else is understood.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+class Act(StrEnum):
+    ORDER_STATUS = "order_status"    # why hasn't it arrived / where is it
+    ASK_ETA = "ask_eta"              # when will it arrive
+    ASK_WAIT = "ask_wait"            # do I still have to wait (tomorrow)?
+    ASK_ADDRESS = "ask_address"      # what is my delivery address
+    ASK_PHONE = "ask_phone"          # what phone number is on file
+    ASK_POLICY = "ask_policy"        # a knowledge-base question (returns, refunds)
+    ASK_TRACE = "ask_trace"          # the full logistics trace (a large tool output)
+    SET_CONSTRAINT = "set_constraint"  # "keep it short from now on"
+    CHITCHAT = "chitchat"            # small talk, needs no fact
+
+
+class Slot(StrEnum):
+    ORDER = "order"
+    USER = "user"
+
+
+class Constraint(StrEnum):
+    BREVITY = "brevity"
+    DETAILED = "detailed"
+    ENGLISH = "english"
+    CHINESE = "chinese"
+
+
+# A later constraint of a pair replaces an earlier one.
+CONFLICTS: dict[Constraint, Constraint] = {
+    Constraint.BREVITY: Constraint.DETAILED, Constraint.DETAILED: Constraint.BREVITY,
+    Constraint.ENGLISH: Constraint.CHINESE, Constraint.CHINESE: Constraint.ENGLISH,
+}
+
+
+class ClaimKind(StrEnum):
+    IDENTITY = "identity"    # "我是李四": the speaker claims to be user U-2
+    OWNERSHIP = "ownership"  # "O-1002 是我的订单": the speaker claims an order
+
+
+REF = "@ref"  # a slot value resolved from the request: the latest visible id of the slot's type
+
+# The world's id patterns. Filler and the knowledge base contain no such ids unless a scenario
+# declares them as distractors.
+ID_PATTERNS: dict[Slot, re.Pattern[str]] = {
+    Slot.ORDER: re.compile(r"O-\d{4}"),
+    Slot.USER: re.compile(r"U-\d+"),
+}
+
+# Which acts need which slot and which tool fact.
+ACT_NEEDS: dict[Act, tuple[Slot, str] | None] = {
+    Act.ORDER_STATUS: (Slot.ORDER, "track_order"),
+    Act.ASK_ETA: (Slot.ORDER, "track_order"),
+    Act.ASK_WAIT: (Slot.ORDER, "track_order"),
+    Act.ASK_ADDRESS: (Slot.USER, "get_user_profile"),
+    Act.ASK_PHONE: (Slot.USER, "get_user_profile"),
+    Act.ASK_POLICY: None,   # needs search_kb with the intent's topic
+    Act.ASK_TRACE: (Slot.ORDER, "get_logistics_trace"),
+    Act.SET_CONSTRAINT: None,
+    Act.CHITCHAT: None,
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    kind: ClaimKind
+    value: str  # a user id (identity) or an order id (ownership)
+
+
+@dataclass(frozen=True)
+class Intent:
+    """The meaning of one user utterance, as the scenario lexicon declares it."""
+
+    act: Act
+    order: str | None = None       # "O-1001" or "@ref"
+    user: str | None = None        # "U-2" or "@ref"; None: the acting user (omitted argument)
+    topic: str | None = None       # knowledge-base topic for ask_policy
+    constraints: tuple[Constraint, ...] = ()
+    claims: tuple[Claim, ...] = ()
+
+
+# --- published tags: what a summarizer (fake or a harness strategy) writes ---------------------
+
+TAG_RE = re.compile(r"\[(constraint|claim|fact):([^\]]*)\]")
+
+
+def constraint_tag(c: Constraint) -> str:
+    return f"[constraint:{c.value}]"
+
+
+def claim_tag(claim: Claim) -> str:
+    return f"[claim:{claim.kind.value}={claim.value} unverified]"
+
+
+def fact_tag(tool: str, fields: dict[str, str]) -> str:
+    """``[fact:track_order order_id=O-1001 status=delayed eta=2026-11-30 as_of=...]``.
+
+    Values must not contain spaces or ``]``; the fake model reads a fact tag like a tool result.
+    """
+    body = " ".join(f"{k}={v}" for k, v in fields.items())
+    return f"[fact:{tool} {body}]"
+
+
+# Phrases that state a constraint when they appear verbatim anywhere in a request. A scenario's
+# lexicon may add phrases; these are the defaults.
+CONSTRAINT_PHRASES: dict[Constraint, tuple[str, ...]] = {
+    Constraint.BREVITY: ("回答简单一点", "简单一点", "简短回答", "说简短点", "keep it short",
+                         "keep answers short", "be brief", "short answers"),
+    Constraint.DETAILED: ("详细说说", "详细一点", "说详细点", "in detail", "more detail"),
+    Constraint.ENGLISH: ("用英文回答", "please answer in english", "reply in english"),
+    Constraint.CHINESE: ("用中文回答", "please answer in chinese", "reply in chinese"),
+}
+
+# --- time ------------------------------------------------------------------------------------
+
+# The runtime-state hint states "now" as <current-time>ISO-8601 with offset</current-time>.
+CURRENT_TIME_RE = re.compile(r"<current-time>([^<]+)</current-time>")
+
+
+def current_time_text(now: datetime) -> str:
+    return f"<current-time>{now.isoformat(timespec='seconds')}</current-time>"
+
+
+def parse_time(text: str) -> datetime | None:
+    """An ISO-8601 time with offset, or None when it is not one."""
+    try:
+        t = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+# --- summary requests ------------------------------------------------------------------------
+
+# A request is a summary request when it offers exactly one tool, this one (AgentScope's
+# structured output: the fake model fills the schema's properties) ...
+SUMMARY_TOOL = "generate_structured_output"
+# ... or when its last user message contains one of these markers (freeform and handoff forms).
+FREEFORM_SUMMARY_MARKER = "[task:summarize]"
+HANDOFF_SUMMARY_MARKER = "CONTEXT CHECKPOINT COMPACTION"
+
+# Field names the fake summarizer knows, by template: AgentScope's five and the seed's five.
+AGENTSCOPE_FIELDS = ("task_overview", "current_state", "important_discoveries", "next_steps",
+                     "context_to_preserve")
+SEED_FIELDS = ("goal", "confirmed_facts", "unconfirmed_items", "next_step",
+               "constraints_to_keep")

@@ -1,0 +1,199 @@
+"""The simulated world: an injectable clock, users with private data, orders whose logistics
+truth changes over time, a knowledge base of policies, and per-tool ``max_age``.
+
+``WorldSpec`` is what a scenario file declares (pydantic, so it is also part of the scenario
+JSON Schema); ``World`` is the running state, read by the tools and by the bench's checks,
+never by the fake model.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harnesslab.sim.intents import ID_PATTERNS, Slot
+
+_DURATION_RE = re.compile(r"^(\d+)\s*(s|m|h|d)$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def parse_duration(value: str | int | float | timedelta) -> timedelta:
+    """``"6h"``, ``"30m"``, ``"1d"``, ``"45s"`` or a number of seconds."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float):
+        return timedelta(seconds=value)
+    m = _DURATION_RE.match(str(value).strip())
+    if not m:
+        raise ValueError(f"expected a duration such as 30m, 6h or 1d, got {value!r}")
+    return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+
+
+def format_duration(td: timedelta) -> str:
+    s = int(td.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s % size == 0 and s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class UserSpec(_Strict):
+    name: str = Field(description="Display name, e.g. 张三")
+    phone: str = Field(description="Private: a phone number")
+    address: str = Field(description="Private: the delivery address")
+
+
+class TimelineEvent(_Strict):
+    at: datetime = Field(description="When this becomes the truth (ISO-8601 with offset)")
+    status: str = Field(description="e.g. shipped, in_transit, delayed, out_for_delivery, "
+                        "delivered")
+    eta: date | None = Field(default=None, description="Expected delivery date, if known")
+    location: str = Field(default="", description="Where the parcel is")
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, v: datetime) -> datetime:
+        if v.tzinfo is None:
+            raise ValueError("needs a UTC offset, e.g. 2026-11-28T10:00:00+08:00")
+        return v
+
+
+class OrderSpec(_Strict):
+    user: str = Field(description="Owner user id")
+    item: str = Field(default="", description="What was ordered")
+    timeline: list[TimelineEvent] = Field(min_length=1, description="Logistics events in time "
+                                          "order; the latest one not in the future is the truth")
+
+    @field_validator("timeline")
+    @classmethod
+    def _sorted(cls, v: list[TimelineEvent]) -> list[TimelineEvent]:
+        if any(b.at < a.at for a, b in zip(v, v[1:], strict=False)):
+            raise ValueError("timeline events must be in time order")
+        return v
+
+
+class PolicySpec(_Strict):
+    title: str
+    text: str
+    keywords: list[str] = Field(default_factory=list, description="Words that find this policy")
+
+
+class ToolSpec(_Strict):
+    max_age: str | None = Field(default=None, description="How long a result stays true, e.g. "
+                                "6h; null: never stale")
+
+    @field_validator("max_age")
+    @classmethod
+    def _duration(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_duration(v)
+        return v
+
+
+DEFAULT_MAX_AGE: dict[str, str | None] = {
+    "track_order": "6h", "get_user_profile": "30d", "search_kb": None,
+    "get_logistics_trace": "6h",
+}
+
+
+class WorldSpec(_Strict):
+    """The world a scenario runs in."""
+
+    now: datetime = Field(description="The clock's start (ISO-8601 with offset)")
+    users: dict[str, UserSpec] = Field(default_factory=dict)
+    orders: dict[str, OrderSpec] = Field(default_factory=dict)
+    kb: dict[str, PolicySpec] = Field(default_factory=dict, description="Policies by topic")
+    tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Per-tool max_age "
+                                       "overrides")
+    trace_events: int = Field(default=400, ge=1, description="Events in a logistics trace")
+
+    @field_validator("now")
+    @classmethod
+    def _aware(cls, v: datetime) -> datetime:
+        if v.tzinfo is None:
+            raise ValueError("needs a UTC offset, e.g. 2026-11-28T10:00:00+08:00")
+        return v
+
+    @model_validator(mode="after")
+    def _ids(self) -> WorldSpec:
+        for uid in self.users:
+            if not ID_PATTERNS[Slot.USER].fullmatch(uid):
+                raise ValueError(f"user id {uid!r} must look like U-1")
+        for oid, o in self.orders.items():
+            if not ID_PATTERNS[Slot.ORDER].fullmatch(oid):
+                raise ValueError(f"order id {oid!r} must look like O-1001")
+            if o.user not in self.users:
+                raise ValueError(f"order {oid} belongs to unknown user {o.user!r}")
+        from harnesslab.sim.tools import TOOLS
+
+        for name in self.tools:
+            if name not in TOOLS:
+                raise ValueError(f"unknown tool {name!r}; expected one of {', '.join(TOOLS)}")
+        return self
+
+    def max_age(self, tool: str) -> timedelta | None:
+        spec = self.tools.get(tool)
+        raw = spec.max_age if spec is not None else DEFAULT_MAX_AGE.get(tool)
+        return parse_duration(raw) if raw is not None else None
+
+
+class SimClock:
+    """The simulated clock: starts at the world's ``now`` and moves only when told."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, delta: timedelta) -> None:
+        if delta < timedelta(0):
+            raise ValueError("the clock does not go back")
+        self._now += delta
+
+
+class World:
+    """The running world: the spec plus a clock; answers what is true now."""
+
+    def __init__(self, spec: WorldSpec, clock: SimClock | None = None) -> None:
+        self.spec = spec
+        self.clock = clock or SimClock(spec.now)
+
+    def order_state(self, order_id: str, at: datetime | None = None) -> TimelineEvent | None:
+        """The latest timeline event not after ``at`` (default now); None before the first."""
+        when = at or self.clock.now()
+        order = self.spec.orders.get(order_id)
+        if order is None:
+            return None
+        state = None
+        for ev in order.timeline:
+            if ev.at <= when:
+                state = ev
+        return state
+
+    def order_eta(self, order_id: str, at: datetime | None = None) -> date | None:
+        when = at or self.clock.now()
+        order = self.spec.orders.get(order_id)
+        eta = None
+        for ev in order.timeline if order else []:
+            if ev.at <= when and ev.eta is not None:
+                eta = ev.eta
+        return eta
+
+    def private_values(self, user_id: str) -> tuple[str, ...]:
+        """The strings whose appearance outside the user's own session is a leak."""
+        u = self.spec.users.get(user_id)
+        return (u.phone, u.address) if u else ()
+
+    def max_age(self, tool: str) -> timedelta | None:
+        return self.spec.max_age(tool)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"now": self.clock.now().isoformat()}
