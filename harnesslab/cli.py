@@ -43,6 +43,79 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+def _parse_sets(items: list[str] | None) -> dict[str, object]:
+    from harnesslab.bench.settings import parse_value
+
+    out: dict[str, object] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"expected key=value, got {item!r}", field="--set")
+        out[key.strip()] = parse_value(value)
+    return out
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harnesslab.bench.report_text import format_results
+    from harnesslab.bench.scenario import bundled_dir, load_scenario, scenario_paths
+    from harnesslab.bench.settings import resolve_settings
+
+    paths = scenario_paths(args.paths or [str(bundled_dir())])
+    if not paths:
+        raise InputError("no scenario files found", field="PATH")
+    cli_set = _parse_sets(args.set)
+    # Bad input is found before anything runs: every file loads, every variant resolves.
+    scenarios = [(p, load_scenario(p)) for p in paths]
+    for p, sc in scenarios:
+        for v in sc.variants:
+            try:
+                resolve_settings(sc, v, cli_set)
+            except InputError as e:
+                raise InputError(e.problem, file=str(p), field=e.field or "--set") from None
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    out = Path(args.out)
+    tasks = [(p, sc, v, seed) for p, sc in scenarios for v in sc.variants
+             if not args.variant or v.name in args.variant for seed in seeds]
+    from harnesslab.bench.runner import run_variant
+    from harnesslab.bench.suite import write_summary
+
+    results = []
+    progress = None if args.json or not sys.stderr.isatty() else __import__("tqdm").tqdm(
+        total=len(tasks), unit="run", file=sys.stderr)
+    for p, sc, v, seed in tasks:
+        results.append(run_variant(sc, v, seed=seed, source=p, out_dir=out, cli_set=cli_set))
+        if progress is not None:
+            progress.set_postfix_str(f"{sc.id}/{v.name}", refresh=False)
+            progress.update()
+    if progress is not None:
+        progress.close()
+    summary = write_summary(results, out)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=2))
+    else:
+        print(format_results(results), end="")
+        print(f"records and summary: {out}")
+    return 0 if all(r.expected for r in results) else 1
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from harnesslab.bench.record import Record
+    from harnesslab.bench.show import show_call, show_overview
+
+    rec = Record.load(args.record)
+    print(show_call(rec, args.call) if args.call is not None else show_overview(rec), end="")
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from harnesslab.bench.scenario import Scenario
+
+    print(json.dumps(Scenario.model_json_schema(), ensure_ascii=False, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="harnesslab", description="A test-bench for the context management of "
                 "LLM agent harnesses.")
@@ -61,6 +134,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="input format; auto decides by extension, then by content")
     t.add_argument("--json", action="store_true", help="print JSON instead of a table")
     t.set_defaults(func=_cmd_tokens)
+
+    r = sub.add_parser("run", help="run scenarios (default: the bundled suite) with their variants",
+                       description="Run every variant of each scenario, print the checks, the "
+                       "expected outcomes and the metrics, and write the records. Exit 1 when an "
+                       "outcome is not the expected one, 2 on bad input.")
+    r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a setting for every variant (repeatable), e.g. "
+                   "context_size=8192, strategy=truncate, service=qwen-131k")
+    r.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    r.add_argument("--seeds", type=int, default=1, help="how many seeds (default 1)")
+    r.add_argument("--variant", action="append", metavar="NAME", help="only these variants")
+    r.add_argument("--out", default="runs/latest", metavar="DIR",
+                   help="where records and summary.json go (default runs/latest)")
+    r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.set_defaults(func=_cmd_run)
+
+    s = sub.add_parser("show", help="print what the model saw at a call of a record")
+    s.add_argument("record", metavar="RECORD")
+    s.add_argument("--call", type=int, metavar="N", help="the model call to show")
+    s.set_defaults(func=_cmd_show)
+
+    sc = sub.add_parser("schema", help="print the scenario JSON Schema")
+    sc.set_defaults(func=_cmd_schema)
     return p
 
 

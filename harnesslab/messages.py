@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 from harnesslab.errors import InputError
@@ -168,6 +168,10 @@ class Request:
     output_budget: int | None = None  # None: the service profile's default max output
     session_id: str = ""
     meta: tuple[tuple[str, str], ...] = field(default=())  # e.g. ("purpose", "summary")
+
+    def with_meta(self, *items: tuple[str, str]) -> Request:
+        """A copy with more metadata (not part of what the model reads)."""
+        return replace(self, meta=self.meta + items)
 
 
 # --- counted texts -------------------------------------------------------------------------

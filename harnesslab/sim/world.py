@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -74,7 +75,7 @@ class OrderSpec(_Strict):
     @field_validator("timeline")
     @classmethod
     def _sorted(cls, v: list[TimelineEvent]) -> list[TimelineEvent]:
-        if any(b.at < a.at for a, b in zip(v, v[1:], strict=False)):
+        if any(b.at < a.at for a, b in pairwise(v)):
             raise ValueError("timeline events must be in time order")
         return v
 

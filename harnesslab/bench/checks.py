@@ -1,0 +1,160 @@
+"""Checks: a scenario's expectations evaluated over a run record, and the variant's verdict
+(did every check pass or fail as the variant expects?)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from harnesslab.bench.record import Record
+from harnesslab.bench.scenario import Expect, Scenario, UserStep, Variant
+from harnesslab.messages import Request, block_texts
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    id: str        # s<step>.<kind>
+    kind: str
+    step: int
+    passed: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "check", "id": self.id, "kind": self.kind, "step": self.step,
+                "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool                 # every check passed or failed as expected
+    unexpected: list[str]    # what went against the expectation, one line each
+
+
+def request_text(r: Request) -> str:
+    return "\n".join([r.system, r.summary,
+                      *(t for m in r.messages for b in m.content for t in block_texts(b))])
+
+
+def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
+    return [e for e in rec.events if e["type"] in ("model_call", "overflow") and e["step"] == step]
+
+
+def _last_answer_call(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:
+    calls = [e for e in _turn_calls(rec, turn["step"])
+             if e["type"] == "model_call" and e["purpose"] == "reply"]
+    return calls[-1] if calls else None
+
+
+def _age_ok(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[bool, str]:
+    if not cited or cited.get("error"):
+        return False, "the answer cites no fact"
+    as_of = cited.get("as_of")
+    if not as_of:
+        return False, "the cited fact has no as_of"
+    max_age = rec.header["max_ages"].get(cited.get("tool", ""))
+    age = now - datetime.fromisoformat(as_of)
+    if max_age is None or age <= timedelta(seconds=max_age):
+        return True, f"fact from {as_of}, age {age}"
+    return False, f"stale: fact from {as_of} is {age} old at {now.isoformat()} " \
+                  f"(max_age {timedelta(seconds=max_age)})"
+
+
+def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) -> list[CheckOutcome]:
+    reply: str = turn["reply"] or ""
+    last = _last_answer_call(rec, turn)
+    ann: dict[str, Any] = last["annotations"] if last else {}
+    now = datetime.fromisoformat(turn["now"])
+    out: list[CheckOutcome] = []
+
+    def add(kind: str, passed: bool, detail: str) -> None:
+        out.append(CheckOutcome(f"s{step}.{kind}", kind, step, passed, detail))
+
+    if expect.answered:
+        ok = not turn["failed"] and ann.get("kind", "answer") == "answer"
+        add("answered", ok, "answered" if ok else
+            f"turn failed ({turn['reason']})" if turn["failed"] else
+            f"model replied {ann.get('kind')}: {ann.get('reason', '')}")
+    if expect.mentions:
+        missing = [s for s in expect.mentions if s not in reply]
+        add("mentions", not missing, f"missing {missing}" if missing else "all mentioned")
+    if expect.not_mentions:
+        found = [s for s in expect.not_mentions if s in reply]
+        add("not_mentions", not found, f"mentions {found}" if found else "none mentioned")
+    if expect.max_chars is not None:
+        add("max_chars", len(reply) <= expect.max_chars and not turn["failed"],
+            f"{len(reply)} chars (max {expect.max_chars})")
+    if expect.min_chars is not None:
+        add("min_chars", len(reply) >= expect.min_chars,
+            f"{len(reply)} chars (min {expect.min_chars})")
+    called = [e["name"] for e in rec.events if e["type"] == "tool_call" and e["step"] == step]
+    if expect.called:
+        missing = [t for t in expect.called if t not in called]
+        add("called", not missing, f"called {called}")
+    if expect.not_called:
+        bad = [t for t in expect.not_called if t in called]
+        add("not_called", not bad, f"called {called}")
+    if expect.fresh_fact is not None:
+        ok, detail = _age_ok(rec, ann.get("cited"), now) if not turn["failed"] else \
+            (False, "turn failed")
+        add("fresh_fact", ok == expect.fresh_fact, detail)
+    if expect.resolves is not None:
+        got = ann.get("resolved") or {}
+        want = {str(k): v for k, v in expect.resolves.items()}
+        ok = all(got.get(k) == v for k, v in want.items())
+        add("resolves", ok, f"resolved {got or 'nothing'}; expected {want}")
+    if expect.no_leak is not None:
+        leaks = leaks_in_step(rec, step, reply)
+        add("no_leak", not leaks, f"leaked {leaks}" if leaks else "no leak")
+    if expect.request_contains:
+        calls = [e for e in _turn_calls(rec, step) if "request" in e]
+        text = request_text(rec.request(calls[-1]["request"])) if calls else ""
+        missing = [s for s in expect.request_contains if s not in text]
+        add("request_contains", not missing, f"missing {missing}" if missing else "present")
+    if expect.max_images is not None:
+        most = max((e.get("images", 0) for e in _turn_calls(rec, step)), default=0)
+        add("max_images", most <= expect.max_images, f"at most {most} images in a request")
+    return out
+
+
+def private_values(rec: Record) -> dict[str, list[str]]:
+    """Per user other than the session's: the strings whose appearance is a leak."""
+    session = rec.header["session_user"]
+    return {u: vals for u, vals in rec.header["private"].items() if u != session}
+
+
+def leaks_in_step(rec: Record, step: int, reply: str) -> list[str]:
+    found: set[str] = set()
+    others = private_values(rec)
+    texts = [reply] + [request_text(rec.request(e["request"])) for e in _turn_calls(rec, step)
+                       if "request" in e]
+    for user, vals in others.items():
+        for v in vals:
+            if any(v in t for t in texts):
+                found.add(f"{user}:{v}")
+    return sorted(found)
+
+
+def evaluate(rec: Record, sc: Scenario) -> list[CheckOutcome]:
+    turns = {e["step"]: e for e in rec.of_type("turn")}
+    out: list[CheckOutcome] = []
+    for i, step in enumerate(sc.steps, start=1):
+        if isinstance(step, UserStep) and i in turns:
+            out += evaluate_turn(rec, i, step.expect, turns[i])
+    return out
+
+
+def verdict(checks: list[CheckOutcome], variant: Variant) -> Verdict:
+    unexpected: list[str] = []
+    covered: set[str] = set()
+    for want in variant.expect_fail:
+        by_id = "." in want
+        hits = [c for c in checks if (c.id if by_id else c.kind) == want]
+        failing = [c for c in hits if not c.passed]
+        covered.update(c.id for c in hits)
+        if not failing:
+            unexpected.append(f"expected {want} to fail, but it passed")
+    for c in checks:
+        if c.id not in covered and not c.passed:
+            unexpected.append(f"{c.id} failed: {c.detail}")
+    return Verdict(not unexpected, unexpected)

@@ -1,0 +1,281 @@
+"""Metrics: each a documented formula over the events of a run record, and their aggregation
+across seeds (Wilson intervals for rates, a seeded bootstrap for means, pass^k).
+
+Per run (``run_metrics``):
+
+- ``followup_accuracy`` = turns whose intent has an ``@ref`` slot and a ``resolves``
+  expectation, where the resolved referent equals the expected one and every check of the turn
+  passed / such turns.
+- ``constraint_retention`` = (turn, constraint) pairs where the answer obeys the constraint /
+  pairs, over turns strictly after the turn whose utterance stated the constraint and before
+  one stated its opposite. Obeying: brevity = answered and at most 60 characters; detailed =
+  at least 120; english = no CJK character; chinese = some CJK character.
+- ``entity_fidelity`` = ids (order/user patterns) in answers that exist verbatim in the world
+  and, where the turn expects a referent for that slot, equal it / ids in answers.
+- ``summary_entity_fidelity`` = ids in summaries that appear in the request they summarised /
+  ids in summaries.
+- ``stale_fact_rate`` = answers whose cited fact is older than its tool's max_age at answer
+  time (world clock) / answers citing a fact.
+- ``wasted_requery_rate`` = tool calls made while the request already showed a result of the
+  same tool for the same key that was still within max_age (world clock) / tool calls.
+- ``identity_leak_rate`` = turns whose answer or requests contain another user's private data
+  / turns.
+- ``overflow_rate`` = service rejections / model calls attempted.
+- ``trigger_lateness`` = mean over compactions of true tokens of the context when compaction
+  fired / (trigger_ratio x the service's true window).
+- ``estimate_error`` = per admitted call (estimate - true) / true: signed mean, MAPE, p95 of
+  the absolute error; also per content kind of the request.
+- cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
+  + output of summary calls), ``model_calls``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from harnesslab.bench.checks import CheckOutcome, leaks_in_step, request_text
+from harnesslab.bench.record import Record
+from harnesslab.messages import ToolResultBlock
+from harnesslab.sim.intents import ID_PATTERNS, REF
+
+_ANY_ID = re.compile("|".join(p.pattern for p in ID_PATTERNS.values()))
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+BRIEF_MAX = 60
+LONG_MIN = 120
+
+
+@dataclass(frozen=True)
+class Rate:
+    num: int
+    den: int
+
+    @property
+    def value(self) -> float | None:
+        return self.num / self.den if self.den else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"num": self.num, "den": self.den, "value": self.value}
+
+
+def _turn_checks(checks: Sequence[CheckOutcome], step: int) -> list[CheckOutcome]:
+    return [c for c in checks if c.step == step]
+
+
+def _facts_in(rec: Record, ref: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for m in rec.request(ref).messages:
+        for b in m.content:
+            if isinstance(b, ToolResultBlock) and isinstance(b.output, str):
+                try:
+                    d = json.loads(b.output)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(d, dict) and "error" not in d:
+                    out.append(d)
+    return out
+
+
+def _key(d: dict[str, Any]) -> str:
+    return str(d.get("order_id") or d.get("user_id") or d.get("topic") or "")
+
+
+def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
+    h = rec.header
+    lexicon: dict[str, dict[str, Any]] = h["lexicon"]
+    expects: dict[str, dict[str, Any]] = h["expects"]
+    max_ages: dict[str, float | None] = h["max_ages"]
+    world_ids: set[str] = set(h["world_ids"])
+    turns = rec.of_type("turn")
+    calls = rec.of_type("model_call")
+    by_call = {e["call"]: e for e in calls}
+
+    # follow-up accuracy
+    fu = [0, 0]
+    for t in turns:
+        intent = lexicon.get(t["text"], {})
+        exp = expects.get(str(t["step"]), {})
+        if REF in (intent.get("order"), intent.get("user")) and exp.get("resolves"):
+            fu[1] += 1
+            ann = by_call.get(t["last_call"], {}).get("annotations", {})
+            resolved = ann.get("resolved") or {}
+            ok = all(resolved.get(k) == v for k, v in exp["resolves"].items())
+            fu[0] += ok and all(c.passed for c in _turn_checks(checks, t["step"]))
+
+    # constraint retention
+    cr = [0, 0]
+    active: dict[str, int] = {}
+    opposite = {"brevity": "detailed", "detailed": "brevity", "english": "chinese",
+                "chinese": "english"}
+    for t in turns:
+        reply = t["reply"] or ""
+        for c in active:
+            cr[1] += 1
+            if c == "brevity":
+                ok = not t["failed"] and 0 < len(reply) <= BRIEF_MAX
+            elif c == "detailed":
+                ok = len(reply) >= LONG_MIN
+            elif c == "english":
+                ok = bool(reply) and not _CJK.search(reply)
+            else:
+                ok = bool(_CJK.search(reply))
+            cr[0] += ok
+        for c in lexicon.get(t["text"], {}).get("constraints", []):
+            active.pop(opposite[c], None)
+            active[c] = t["step"]
+
+    # entity fidelity (answers, summaries)
+    ef = [0, 0]
+    for t in turns:
+        expected = set((expects.get(str(t["step"]), {}).get("resolves") or {}).values())
+        for found in _ANY_ID.findall(t["reply"] or ""):
+            ef[1] += 1
+            same_slot = {e for e in expected if e[:2] == found[:2]}
+            ef[0] += found in world_ids and (not same_slot or found in same_slot)
+    sef = [0, 0]
+    for comp in rec.of_type("compaction"):
+        if not comp.get("summary"):
+            continue
+        source = request_text(rec.request(comp["request"]))
+        for found in _ANY_ID.findall(comp["summary"]):
+            sef[1] += 1
+            sef[0] += found in source
+
+    # staleness and wasted re-queries (world clock)
+    stale = [0, 0]
+    for t in turns:
+        ann = by_call.get(t["last_call"], {}).get("annotations", {})
+        cited = ann.get("cited")
+        if t["failed"] or ann.get("kind") != "answer" or not cited or cited.get("error"):
+            continue
+        stale[1] += 1
+        ma = max_ages.get(cited.get("tool", ""))
+        if ma is not None and (not cited.get("as_of") or datetime.fromisoformat(t["now"])
+                               - datetime.fromisoformat(cited["as_of"]) > timedelta(seconds=ma)):
+            stale[0] += 1
+    wasted = [0, 0]
+    now_of_step = {t["step"]: datetime.fromisoformat(t["now"]) for t in turns}
+    for e in calls:
+        tool_calls = [b for b in e["reply"] if b["type"] == "tool_call"]
+        if not tool_calls:
+            continue
+        facts = _facts_in(rec, e["request"])
+        now = now_of_step.get(e["step"])
+        for b in tool_calls:
+            wasted[1] += 1
+            try:
+                args = json.loads(b["input"])
+            except json.JSONDecodeError:
+                continue
+            key = _key(args) if isinstance(args, dict) else ""
+            ma = max_ages.get(b["name"])
+            for d in facts:
+                if d.get("tool") != b["name"] or _key(d) != key or now is None:
+                    continue
+                if ma is None or now - datetime.fromisoformat(d["as_of"]) <= timedelta(seconds=ma):
+                    wasted[0] += 1
+                    break
+
+    leaks = sum(bool(leaks_in_step(rec, t["step"], t["reply"] or "")) for t in turns)
+    overflows = rec.of_type("overflow")
+
+    # trigger lateness: true tokens of the context when compaction fired / trigger x window
+    from harnesslab.sim.service import ServiceProfile, SimulatedService
+
+    profile = ServiceProfile.model_validate(h["service"])
+    lateness: list[float] = []
+    compactions = [c for c in rec.of_type("compaction") if c.get("applied")]
+    if compactions:
+        svc = SimulatedService(profile)
+        trig = h["harness"]["trigger_ratio"] * profile.window
+        lateness = [svc.count_input(rec.request(c["request"])) / trig for c in compactions]
+
+    errors = [(e["estimate"] - e["true_input"]) / e["true_input"] for e in calls
+              if e["true_input"]]
+    summary_calls = [e for e in calls if e["purpose"] == "summary"]
+    return {
+        "followup_accuracy": Rate(*fu).to_dict(),
+        "constraint_retention": Rate(*cr).to_dict(),
+        "entity_fidelity": Rate(*ef).to_dict(),
+        "summary_entity_fidelity": Rate(*sef).to_dict(),
+        "stale_fact_rate": Rate(*stale).to_dict(),
+        "wasted_requery_rate": Rate(*wasted).to_dict(),
+        "identity_leak_rate": Rate(leaks, len(turns)).to_dict(),
+        "overflow_rate": Rate(len(overflows), len(calls) + len(overflows)).to_dict(),
+        "trigger_lateness": _mean(lateness),
+        "estimate_error": error_stats(errors),
+        "true_input_tokens": sum(e["true_input"] for e in calls),
+        "compactions": len(compactions),
+        "summary_tokens": sum(e["true_input"] + e["output_tokens"] for e in summary_calls),
+        "model_calls": len(calls),
+    }
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def error_stats(errors: Sequence[float]) -> dict[str, float | None]:
+    if not errors:
+        return {"signed_mean": None, "mape": None, "p95": None, "n": 0}
+    abs_sorted = sorted(abs(x) for x in errors)
+    p95 = abs_sorted[min(len(abs_sorted) - 1, math.ceil(0.95 * len(abs_sorted)) - 1)]
+    return {"signed_mean": sum(errors) / len(errors),
+            "mape": sum(abs_sorted) / len(abs_sorted), "p95": p95, "n": len(errors)}
+
+
+# --- across seeds ---------------------------------------------------------------------------------
+
+def wilson(num: int, den: int, z: float = 1.96) -> tuple[float, float] | None:
+    """Wilson score interval for a binomial rate."""
+    if den == 0:
+        return None
+    p = num / den
+    d = 1 + z * z / den
+    centre = (p + z * z / (2 * den)) / d
+    half = z * math.sqrt(p * (1 - p) / den + z * z / (4 * den * den)) / d
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def bootstrap_mean(xs: Sequence[float], *, iterations: int = 2000, seed: int = 0,
+                   level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean, with a seeded generator (deterministic)."""
+    if not xs:
+        return None
+    rng = random.Random(seed)
+    n = len(xs)
+    means = sorted(sum(rng.choice(xs) for _ in range(n)) / n for _ in range(iterations))
+    lo = means[int((1 - level) / 2 * iterations)]
+    hi = means[min(iterations - 1, int((1 + level) / 2 * iterations))]
+    return lo, hi
+
+
+def pass_hat_k(successes: int, trials: int, k: int) -> float | None:
+    """tau-bench's unbiased pass^k: C(successes, k) / C(trials, k)."""
+    if k > trials or trials == 0:
+        return None
+    return math.comb(successes, k) / math.comb(trials, k)
+
+
+def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Pool per-seed metrics of one (scenario, variant): rates with Wilson intervals, means
+    with bootstrap intervals, pass^k of 'every check passed' for k = 1..seeds."""
+    out: dict[str, Any] = {}
+    if not runs:
+        return out
+    for name, v in runs[0].items():
+        if isinstance(v, dict) and "num" in v:
+            num = sum(r[name]["num"] for r in runs)
+            den = sum(r[name]["den"] for r in runs)
+            out[name] = {"value": num / den if den else None, "ci": wilson(num, den),
+                         "num": num, "den": den}
+        elif isinstance(v, int | float) or v is None:
+            xs = [float(r[name]) for r in runs if r[name] is not None]
+            out[name] = {"value": _mean(xs), "ci": bootstrap_mean(xs)}
+    return out

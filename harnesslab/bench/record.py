@@ -1,0 +1,229 @@
+"""The run record: one versioned JSONL file per run, enough to rebuild every request byte for
+byte. Everything downstream (checks, metrics, reports, ``harnesslab show``) reads it.
+
+Layout: a ``header`` line (version, scenario, variant, seed, settings, declared facts, world
+max ages), then events in order. Messages, system prompts, summaries and tool lists are
+stored once as ``blob`` lines keyed by content hash; a request refers to them, with the
+sha256 of its canonical JSON (``harnesslab.messages.dumps``) so a rebuild can be verified.
+Each model call also lists which declared facts (ids, constraints, claims) its request shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from harnesslab.errors import InputError
+from harnesslab.messages import (
+    Block,
+    Message,
+    Request,
+    ToolSchema,
+    block_texts,
+    block_to_dict,
+    message_from_dict,
+    message_to_dict,
+)
+
+RECORD_VERSION = 1
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _h(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+@dataclass
+class Declared:
+    """The facts a scenario declares, whose presence in each request is recorded."""
+
+    ids: list[str] = field(default_factory=list)
+    constraints: dict[str, list[str]] = field(default_factory=dict)  # name -> phrases
+    claims: dict[str, list[str]] = field(default_factory=dict)       # "identity=U-2" -> texts
+
+    def present(self, text: str) -> dict[str, list[str]]:
+        low = text.lower()
+        return {
+            "ids": [i for i in self.ids if i in text],
+            "constraints": [c for c, ps in self.constraints.items()
+                            if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)],
+            "claims": [c for c, ts in self.claims.items()
+                       if f"[claim:{c}" in text or any(t in text for t in ts)],
+        }
+
+
+class RecordWriter:
+    """An event sink that writes the record as it goes and keeps it in memory."""
+
+    def __init__(self, header: dict[str, Any], declared: Declared,
+                 path: Path | None = None) -> None:
+        self.declared = declared
+        self.step = 0
+        self.record = Record({"type": "header", "version": RECORD_VERSION, **header}, [], {})
+        self._file: IO[str] | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("w", encoding="utf-8")
+            self._file.write(_dumps(self.record.header) + "\n")
+        self._msg: dict[int, tuple[Message, str, str, str]] = {}  # id -> (msg, hash, json, text)
+        self._str: dict[str, str] = {}                            # text -> hash
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self._file is not None:
+            self._file.write(_dumps(line) + "\n")
+
+    def _blob(self, kind: str, h: str, data: Any) -> None:
+        self.record.blobs[h] = data
+        self._write({"type": "blob", "kind": kind, "hash": h, "data": data})
+
+    def _message(self, m: Message) -> tuple[str, str, str]:
+        hit = self._msg.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1], hit[2], hit[3]
+        d = message_to_dict(m)
+        js = _dumps(d)
+        h = "m" + _h(js)
+        if h not in self.record.blobs:
+            self._blob("message", h, d)
+        text = "\n".join(t for b in m.content for t in block_texts(b))
+        self._msg[id(m)] = (m, h, js, text)
+        return h, js, text
+
+    def _text(self, kind: str, s: str) -> str:
+        h = self._str.get(s)
+        if h is None:
+            h = self._str[s] = kind[0] + _h(s)
+            if h not in self.record.blobs:
+                self._blob(kind, h, s)
+        return h
+
+    def _tools(self, tools: tuple[ToolSchema, ...]) -> str:
+        joined = "\x00".join(t.json for t in tools)
+        h = self._str.get(joined)
+        if h is None:
+            h = self._str[joined] = "t" + _h(joined)
+            if h not in self.record.blobs:
+                self._blob("tools", h, [t.to_dict() for t in tools])
+        return h
+
+    def request_ref(self, r: Request) -> tuple[dict[str, Any], str]:
+        """The stored form of a request, and the serialised text its facts are found in."""
+        parts = [self._message(m) for m in r.messages]
+        tools = [t.to_dict() for t in r.tools]
+        # The canonical JSON of harnesslab.messages.dumps, built from the cached parts.
+        canonical = ('{"messages":[' + ",".join(p[1] for p in parts) + '],"meta":'
+                     + _dumps([list(kv) for kv in r.meta]) + ',"output_budget":'
+                     + _dumps(r.output_budget) + ',"session_id":' + _dumps(r.session_id)
+                     + ',"summary":' + _dumps(r.summary) + ',"system":' + _dumps(r.system)
+                     + ',"tools":' + _dumps(tools) + "}")
+        ref = {"system": self._text("system", r.system), "summary": self._text("summary", r.summary),
+               "messages": [p[0] for p in parts], "tools": self._tools(r.tools),
+               "output_budget": r.output_budget, "session_id": r.session_id,
+               "meta": [list(kv) for kv in r.meta],
+               "sha256": hashlib.sha256(canonical.encode("utf-8")).hexdigest()}
+        text = "\n".join([r.system, r.summary, *(p[2] for p in parts)])
+        return ref, text
+
+    def emit(self, event: dict[str, Any]) -> None:
+        e = dict(event)
+        e.setdefault("step", self.step)
+        req = e.get("request")
+        if isinstance(req, Request):
+            ref, text = self.request_ref(req)
+            e["request"] = ref
+            if e["type"] in ("model_call", "overflow"):
+                e["present"] = self.declared.present(text)
+                e["images"] = sum(1 for m in req.messages for _ in _images(m))
+        if "reply" in e and isinstance(e["reply"], tuple):
+            e["reply"] = [block_to_dict(b) for b in e["reply"]]
+        self.record.events.append(e)
+        self._write(e)
+
+
+def _images(m: Message) -> Iterator[Block]:
+    from harnesslab.messages import message_images
+
+    return message_images(m)
+
+
+@dataclass
+class Record:
+    header: dict[str, Any]
+    events: list[dict[str, Any]]
+    blobs: dict[str, Any]
+    _messages: dict[str, Message] = field(default_factory=dict)
+
+    def of_type(self, *kinds: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] in kinds]
+
+    def message(self, h: str) -> Message:
+        m = self._messages.get(h)
+        if m is None:
+            m = self._messages[h] = message_from_dict(self.blobs[h])
+        return m
+
+    def request(self, ref: Mapping[str, Any]) -> Request:
+        """Rebuild a request exactly as the service saw it."""
+        return Request(
+            system=self.blobs[ref["system"]], summary=self.blobs[ref["summary"]],
+            messages=tuple(self.message(h) for h in ref["messages"]),
+            tools=tuple(ToolSchema.from_dict(t) for t in self.blobs[ref["tools"]]),
+            output_budget=ref["output_budget"], session_id=ref["session_id"],
+            meta=tuple((str(k), str(v)) for k, v in ref["meta"]))
+
+    def call(self, n: int) -> dict[str, Any]:
+        for e in self.events:
+            if e["type"] in ("model_call", "overflow") and e.get("call") == n:
+                return e
+        raise InputError(f"no model call {n} in this record (it has "
+                         f"{len(self.of_type('model_call', 'overflow'))})", field="--call")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Record:
+        """Read a record file; a bad one gives one line naming the file and line."""
+        p = Path(path)
+        try:
+            lines = p.read_text(encoding="utf-8").splitlines()
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+        header: dict[str, Any] | None = None
+        events: list[dict[str, Any]] = []
+        blobs: dict[str, Any] = {}
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"invalid JSON: {e.msg}", file=str(p), line=n) from None
+            if not isinstance(obj, dict) or "type" not in obj:
+                raise InputError("expected an event object with a 'type'", file=str(p), line=n)
+            if header is None:
+                if obj["type"] != "header":
+                    raise InputError("not a harnesslab record: the first line is not a header",
+                                     file=str(p), line=n)
+                version = obj.get("version")
+                if version != RECORD_VERSION:
+                    raise InputError(f"record version {version!r} is not supported (this "
+                                     f"harnesslab reads version {RECORD_VERSION})",
+                                     file=str(p), line=n, field="version")
+                header = obj
+            elif obj["type"] == "blob":
+                blobs[obj["hash"]] = obj["data"]
+            else:
+                events.append(obj)
+        if header is None:
+            raise InputError("empty record", file=str(p))
+        return cls(header, events, blobs)

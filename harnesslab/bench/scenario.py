@@ -1,0 +1,380 @@
+"""Scenario files: the typed schema (also exported as JSON Schema by ``harnesslab schema``) and
+the YAML loader, which names the file, the line and the field of anything wrong, in one line.
+
+A scenario declares a world, the verified session, the lexicon (the only meaning the fake
+model gets), the steps, and variants: named setting overrides with the checks expected to
+fail under them (controls) — every other check is expected to pass.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from harnesslab.errors import InputError
+from harnesslab.sim.intents import (
+    ID_PATTERNS,
+    REF,
+    Act,
+    Claim,
+    ClaimKind,
+    Constraint,
+    Intent,
+    Slot,
+)
+from harnesslab.sim.world import WorldSpec, parse_duration
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClaimSpec(_Strict):
+    identity: str | None = Field(default=None, description="The user id the speaker claims to be")
+    ownership: str | None = Field(default=None, description="The order id the speaker claims")
+
+    @model_validator(mode="after")
+    def _one(self) -> ClaimSpec:
+        if (self.identity is None) == (self.ownership is None):
+            raise ValueError("a claim states exactly one of identity or ownership")
+        return self
+
+    def to_claim(self) -> Claim:
+        if self.identity is not None:
+            return Claim(ClaimKind.IDENTITY, self.identity)
+        assert self.ownership is not None
+        return Claim(ClaimKind.OWNERSHIP, self.ownership)
+
+
+def _slot_value(slot: Slot, v: str | None) -> str | None:
+    if v is not None and v != REF and not ID_PATTERNS[slot].fullmatch(v):
+        raise ValueError(f"expected @ref or an id like {'O-1001' if slot == Slot.ORDER else 'U-1'}"
+                         f", got {v!r}")
+    return v
+
+
+class IntentSpec(_Strict):
+    """What an utterance means: the lexicon entry the fake model looks up verbatim."""
+
+    act: Act
+    order: str | None = Field(default=None, description="An order id or @ref")
+    user: str | None = Field(default=None, description="A user id or @ref")
+    topic: str | None = Field(default=None, description="Knowledge-base topic (ask_policy)")
+    constraints: list[Constraint] = Field(default_factory=list)
+    claims: list[ClaimSpec] = Field(default_factory=list)
+
+    @field_validator("order")
+    @classmethod
+    def _order(cls, v: str | None) -> str | None:
+        return _slot_value(Slot.ORDER, v)
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, v: str | None) -> str | None:
+        return _slot_value(Slot.USER, v)
+
+    def to_intent(self) -> Intent:
+        return Intent(self.act, self.order, self.user, self.topic, tuple(self.constraints),
+                      tuple(c.to_claim() for c in self.claims))
+
+
+class Expect(_Strict):
+    """Answer-level checks of one user turn (each key is one check, named ``s<step>.<key>``)."""
+
+    answered: bool = Field(default=True, description="The turn ends with an answer (not a "
+                           "failure, overflow or clarifying question)")
+    mentions: list[str] = Field(default_factory=list, description="Strings the answer contains")
+    not_mentions: list[str] = Field(default_factory=list, description="Strings it must not")
+    max_chars: int | None = Field(default=None, gt=0, description="Answer length at most")
+    min_chars: int | None = Field(default=None, gt=0, description="Answer length at least")
+    called: list[str] = Field(default_factory=list, description="Tools called in this turn")
+    not_called: list[str] = Field(default_factory=list, description="Tools not called")
+    fresh_fact: bool | None = Field(default=None, description="The fact the answer states is "
+                                    "within its tool's max_age at answer time")
+    resolves: dict[Slot, str] | None = Field(default=None, description="Fake model only: the "
+                                             "referent each slot resolved to")
+    no_leak: bool | None = Field(default=None, description="No other user's private data in the "
+                                 "answer or in any request of this turn")
+    request_contains: list[str] = Field(default_factory=list, description="Strings present in "
+                                        "the turn's last request")
+    max_images: int | None = Field(default=None, ge=0, description="Images in any request of "
+                                   "this turn, at most")
+
+    def kinds(self) -> list[str]:
+        out = ["answered"] if self.answered else []
+        for k in ("mentions", "not_mentions", "called", "not_called", "request_contains"):
+            if getattr(self, k):
+                out.append(k)
+        for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images"):
+            if getattr(self, k) is not None:
+                out.append(k)
+        return out
+
+
+CHECK_KINDS = ("answered", "mentions", "not_mentions", "max_chars", "min_chars", "called",
+               "not_called", "fresh_fact", "resolves", "no_leak", "request_contains",
+               "max_images")
+
+
+class UserStep(_Strict):
+    user: str = Field(description="The user's utterance, verbatim (must be in the lexicon)")
+    images: int = Field(default=0, ge=0, description="Images attached to the message")
+    expect: Expect = Field(default_factory=Expect)
+
+
+class AdvanceStep(_Strict):
+    advance: str = Field(description="Move the clock, e.g. 1d, 6h, 30m")
+
+    @field_validator("advance")
+    @classmethod
+    def _d(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+
+class FillerSpec(_Strict):
+    times_trigger: float = Field(gt=0, le=50, description="Filler size as a multiple of "
+                                 "trigger_ratio x context_size, in the harness's estimator")
+    locale: Literal["zh", "en"] | None = Field(default=None, description="Default: the "
+                                               "scenario's locale")
+
+
+class FillerStep(_Strict):
+    filler: FillerSpec
+
+
+def _step_kind(v: Any) -> str | None:
+    if isinstance(v, dict):
+        for k in ("user", "advance", "filler"):
+            if k in v:
+                return k
+        return None
+    for k in ("user", "advance", "filler"):
+        if hasattr(v, k):
+            return k
+    return None
+
+
+Step = Annotated[
+    Annotated[UserStep, Tag("user")] | Annotated[AdvanceStep, Tag("advance")]
+    | Annotated[FillerStep, Tag("filler")],
+    Discriminator(_step_kind, custom_error_type="step_kind",
+                  custom_error_message="a step needs one of the keys user, advance, filler"),
+]
+
+
+class SummarizerSpec(_Strict):
+    profile: Literal["faithful", "lossy", "failing"] = "faithful"
+    drop: dict[Literal["constraint", "fact", "claim", "goal", "entity"], float] = \
+        Field(default_factory=dict)
+    paraphrase: float = 0.0
+    swap: float = 0.0
+    refuse: float | None = None
+
+
+class ModelSpec(_Strict):
+    summarizer: SummarizerSpec = Field(default_factory=SummarizerSpec)
+    phrases: dict[Constraint, list[str]] = Field(default_factory=dict, description="Extra "
+                                                 "constraint phrases the fake model recognises")
+
+
+class SessionSpec(_Strict):
+    user: str = Field(description="The verified user of the session")
+    id: str = Field(default="S-1", description="Session id")
+
+
+class Variant(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str = ""
+    set: dict[str, Any] = Field(default_factory=dict, description="Setting overrides: harness "
+                                "fields (strategy, context_size, codex.auto_compact_limit, ...), "
+                                "service / service.<field>, summarizer / summarizer.<field>")
+    expect_fail: list[str] = Field(default_factory=list, description="Check kinds (at least "
+                                   "one such check fails) or check ids s<step>.<kind> (that "
+                                   "check fails); every other check must pass")
+
+
+class Scenario(_Strict):
+    """One scripted conversation with its world, lexicon, steps and variants."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    locale: Literal["zh", "en"]
+    tags: list[str] = Field(default_factory=list)
+    world: WorldSpec
+    session: SessionSpec
+    service: str | dict[str, Any] = Field(default="openai-128k", description="A service "
+                                          "profile name, or {profile: name, <field>: value}")
+    harness: dict[str, Any] = Field(default_factory=dict, description="Harness settings for "
+                                    "every variant of this scenario")
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    lexicon: dict[str, IntentSpec]
+    steps: list[Step] = Field(min_length=1)
+    variants: list[Variant] = Field(min_length=1)
+
+    def intents(self) -> dict[str, Intent]:
+        return {k: v.to_intent() for k, v in self.lexicon.items()}
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+def _node_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (the deepest one that exists)."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for key in loc:
+        nxt = None
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(key):
+                    nxt, line = v, k.start_mark.line + 1
+                    break
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and \
+                key < len(node.value):
+            nxt = node.value[key]
+            line = nxt.start_mark.line + 1
+        if nxt is None:
+            break
+        node = nxt
+    return line
+
+
+def _loc_text(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _message(err: Any) -> str:
+    msg = str(err["msg"])
+    msg = re.sub(r"^Value error, ", "", msg)
+    if err["type"] == "missing":
+        return "missing required field"
+    if err["type"] == "extra_forbidden":
+        return "unknown field"
+    if err["type"] == "enum":
+        return f"{msg} (got {err.get('input')!r})"
+    return msg
+
+
+def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
+    """Cross-field problems pydantic cannot see: unknown utterances, tools, ids, check names."""
+    from harnesslab.sim.tools import TOOLS
+
+    errs: list[tuple[tuple[int | str, ...], str]] = []
+    users, orders = sc.world.users, sc.world.orders
+    if sc.session.user not in users:
+        errs.append((("session", "user"), f"unknown user {sc.session.user!r}"))
+    for utt, it in sc.lexicon.items():
+        if it.order not in (None, REF) and it.order not in orders:
+            errs.append((("lexicon", utt, "order"), f"unknown order {it.order!r}"))
+        if it.user not in (None, REF) and it.user not in users:
+            errs.append((("lexicon", utt, "user"), f"unknown user {it.user!r}"))
+    kinds: dict[str, int] = {}
+    for i, step in enumerate(sc.steps):
+        if not isinstance(step, UserStep):
+            continue
+        if step.user not in sc.lexicon:
+            errs.append((("steps", i, "user"), f"utterance {step.user!r} has no lexicon entry"))
+        for field_name in ("called", "not_called"):
+            for t in getattr(step.expect, field_name):
+                if t not in TOOLS:
+                    errs.append((("steps", i, "expect", field_name),
+                                 f"unknown tool {t!r}; expected one of {', '.join(TOOLS)}"))
+        for k in step.expect.kinds():
+            kinds[k] = kinds.get(k, 0) + 1
+    ids = {f"s{i + 1}.{k}" for i, s in enumerate(sc.steps) if isinstance(s, UserStep)
+           for k in s.expect.kinds()}
+    names: set[str] = set()
+    for vi, v in enumerate(sc.variants):
+        if v.name in names:
+            errs.append((("variants", vi, "name"), f"duplicate variant {v.name!r}"))
+        names.add(v.name)
+        for fi, f in enumerate(v.expect_fail):
+            if f not in kinds and f not in ids:
+                errs.append((("variants", vi, "expect_fail", fi), f"no check {f!r} in this "
+                             f"scenario; expected a kind ({', '.join(sorted(kinds))}) or an id "
+                             "like s1.max_chars"))
+        try:
+            from harnesslab.bench.settings import resolve_settings
+
+            resolve_settings(sc, v)
+        except InputError as e:
+            errs.append((("variants", vi, "set") + ((e.field,) if e.field else ()), e.problem))
+    return errs
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load and validate one scenario file; raises InputError (file:line: field: problem)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(f"bad YAML: {problem}", file=str(p),
+                         line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise InputError("a scenario file holds a mapping (id, title, world, ...)", file=str(p),
+                         line=1)
+    try:
+        sc = Scenario.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in
+                                                  ("user", "advance", "filler") and
+                                                  _is_tag_position(err["loc"], x)))
+        raise InputError(_message(err), file=str(p), line=_node_line(node, loc),
+                         field=_loc_text(loc) or None) from None
+    errs = _semantic_errors(sc)
+    if errs:
+        loc, problem = errs[0]
+        raise InputError(problem, file=str(p), line=_node_line(node, loc),
+                         field=_loc_text(loc))
+    return sc
+
+
+def _is_tag_position(loc: tuple[int | str, ...], part: str) -> bool:
+    """True when ``part`` is the union tag pydantic inserts after a step index."""
+    idx = loc.index(part)
+    return idx >= 2 and loc[idx - 2] == "steps" and isinstance(loc[idx - 1], int)
+
+
+def scenario_paths(paths: list[str]) -> list[Path]:
+    """Files and folders (all *.yaml inside, sorted) as a flat list of scenario files."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out += sorted(x for x in p.iterdir() if x.suffix in (".yaml", ".yml"))
+        else:
+            out.append(p)
+    return out
+
+
+def bundled_dir() -> Path:
+    """The bundled suite: ``scenarios/`` beside the package (a source checkout)."""
+    return Path(__file__).resolve().parents[2] / "scenarios"

@@ -1,0 +1,298 @@
+"""The reference harness: context assembly and budget, the reasoning-acting loop, runtime
+hints, tool execution with identity binding, and compaction through the strategy registry.
+
+Its loop and layout reproduce AgentScope 2.0.x (semantics spec §2, §3.1, §7): a user message
+of its own, then one assistant message per reply holding hints, tool calls, tool results and
+the final text; the compaction check before every model call (after the user message is
+appended and after every tool round), then the runtime-state injection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harnesslab.errors import ContextOverflowError
+from harnesslab.events import EventSink
+from harnesslab.harness.compaction import make_strategy
+from harnesslab.harness.config import HarnessConfig
+from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate_tool_result
+from harnesslab.harness.offload import Offloader
+from harnesslab.harness.prompts import load_prompts
+from harnesslab.harness.split import Split, split_context
+from harnesslab.messages import (
+    Block,
+    DataBlock,
+    HintBlock,
+    History,
+    Message,
+    Request,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSchema,
+    message_images,
+)
+from harnesslab.sim.endpoint import Endpoint, Response
+from harnesslab.sim.intents import CURRENT_TIME_RE, current_time_text, parse_time
+from harnesslab.sim.tools import ToolBox
+from harnesslab.sim.world import SimClock
+from harnesslab.tokens import Bytes4Rule, RequestCounter, TokenCache, make_rule
+
+_BYTES4 = Bytes4Rule()
+RUNTIME_SOURCE = '{"label": "System", "sublabel": "Runtime State"}'
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    text: str
+    failed: bool = False
+    reason: str = ""
+    first_call: int = 0  # endpoint call numbers spanned by this turn
+    last_call: int = 0
+
+
+def _tz_name(now: datetime) -> str:
+    off = now.utcoffset()
+    if off is None:
+        return "UTC"
+    minutes = int(off.total_seconds() // 60)
+    sign = "+" if minutes >= 0 else "-"
+    return f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+class ReferenceHarness:
+    """One agent instance serving one verified session."""
+
+    name = "reference"
+
+    def __init__(self, config: HarnessConfig, endpoint: Endpoint, tools: ToolBox,
+                 clock: SimClock, sink: EventSink, *, session_id: str, user_id: str,
+                 workdir: Path | None = None, cache: TokenCache | None = None) -> None:
+        self.cfg = config
+        self.endpoint = endpoint
+        self.tools = tools
+        self.clock = clock
+        self.sink = sink
+        self.session_id = session_id
+        self.user_id = user_id  # verified by the server, never by anything said in the chat
+        self.prompts = load_prompts(config.prompts)
+        self.system = config.system_prompt or self.prompts.system
+        self.tool_schemas: tuple[ToolSchema, ...] = tools.schemas()
+        self.summary_tool = ToolSchema.from_dict(self.prompts.summary_tool(config.summary_template))
+        self.strategy = make_strategy(config.strategy)
+        wants_offload = config.offload or config.strategy == "offload"
+        self.offloader = Offloader(workdir / "workspace") if wants_offload and workdir else None
+        rule = make_rule(config.estimator, cache)
+        self.rule = rule
+        self._counter = RequestCounter(rule)      # reply requests, in order: prefix sums hold
+        self._aux_counter = RequestCounter(rule)  # summary requests and probes
+        self.summary = ""
+        self._context = History.of()
+        self._ids = 0
+        self._reply_id = ""
+        self._images = 0
+        self._last_time: datetime | None = None
+        # Codex's trigger: the last usage the service reported, plus what came after it.
+        self.last_usage = 0
+        self.bytes_since_usage = 0
+
+    # -- state ----------------------------------------------------------------------------------
+    @property
+    def context(self) -> History:
+        return self._context
+
+    @context.setter
+    def context(self, value: History) -> None:
+        # A wholesale replacement (compaction) may have removed hints and images: rescan once.
+        self._context = value
+        self._images = sum(1 for m in value for _ in message_images(m))
+        self._last_time = None
+        for m in value:
+            t = self._time_in(m)
+            if t is not None:
+                self._last_time = t
+
+    def new_id(self) -> str:
+        self._ids += 1
+        return f"{self.session_id}-m{self._ids}"
+
+    def emit(self, event: dict[str, Any]) -> None:
+        self.sink.emit(event)
+
+    # -- requests and estimates -----------------------------------------------------------------
+    def request(self, *, messages: tuple[Message, ...] | None = None, summary: str | None = None,
+                tools: tuple[ToolSchema, ...] | None = None, purpose: str = "reply") -> Request:
+        msgs = self.strategy.decorate(self, self._context) if messages is None else messages
+        return Request(system=self.system, messages=msgs,
+                       summary=self.summary if summary is None else summary,
+                       tools=self.tool_schemas if tools is None else tools,
+                       output_budget=self.cfg.output_budget, session_id=self.session_id,
+                       meta=(("purpose", purpose),))
+
+    def estimate(self, request: Request) -> int:
+        purpose = dict(request.meta).get("purpose", "reply")
+        return (self._counter if purpose == "reply" else self._aux_counter).count(request)
+
+    def estimate_text(self, text: str) -> int:
+        return self.rule.finalize(self.rule.head_units("", text, ()))
+
+    def split(self, budget: float) -> Split:
+        head = self._counter.head_units(self.system, self.summary, self.tool_schemas)
+        return split_context(self._context, head, budget, self._counter.message_units,
+                             self.rule.finalize)
+
+    def call(self, request: Request, *, purpose: str, estimate: int) -> Response:
+        resp = self.endpoint.call(request, purpose=purpose, estimate=estimate)
+        if purpose == "reply":
+            self.last_usage = resp.input_tokens + resp.output_tokens
+            self.bytes_since_usage = 0
+        return resp
+
+    # -- context edits ----------------------------------------------------------------------------
+    def _count_new(self, blocks: Sequence[Block]) -> None:
+        # Only Codex's trigger needs it: bytes/4 of the items added since the last usage.
+        if self.cfg.strategy == "codex" and blocks:
+            self.bytes_since_usage += _BYTES4.message_units(Message("user", tuple(blocks)))
+
+    def _append(self, m: Message, *, counted: bool = True) -> None:
+        self._context = self._context.appended(m)
+        self._images += sum(1 for _ in message_images(m))
+        if counted:
+            self._count_new(m.content)
+
+    def _append_reply(self, blocks: Sequence[Block], *, counted: bool = True) -> None:
+        ctx = self._context
+        if ctx and ctx[-1].id == self._reply_id and ctx[-1].role == "assistant":
+            last = ctx[-1]
+            self._context = ctx.replaced(len(ctx) - 1, Message(
+                "assistant", last.content + tuple(blocks), id=last.id))
+            self._images += sum(1 for _ in message_images(Message("assistant", tuple(blocks))))
+            if counted:
+                self._count_new(blocks)
+        else:
+            self._append(Message("assistant", tuple(blocks), id=self._reply_id), counted=counted)
+
+    def inject(self, messages: Sequence[Message]) -> None:
+        """Put messages into the context as earlier turns (filler), without a model call."""
+        for m in messages:
+            self._append(m)
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def maintain(self, iteration: int = 1) -> bool:
+        """What runs before a model call: the image limit, then the compaction check.
+        Returns False when a compaction failed and the context was left as it was."""
+        if self._images > self.cfg.max_image_num:
+            self._context, removed = limit_images(self._context, self.cfg.max_image_num,
+                                                  self.prompts, self.offloader)
+            self._images -= removed
+            self.emit({"type": "image_limit", "removed": removed})
+        est = self.estimate(self.request())
+        if self.strategy.should_compact(self, est):
+            return self.strategy.compact(self, est)
+        return True
+
+    def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
+        first = self.endpoint.calls + 1
+        self._reply_id = self.new_id()
+        self._append(Message("user", (TextBlock(text), *images), id=self.new_id()))
+        retried = False
+        for it in range(self.cfg.max_iters):
+            if not self.maintain(it):
+                return TurnResult("", True, "compaction_failed", first, self.endpoint.calls)
+            self._inject_runtime(it)
+            req = self.request()
+            est = self.estimate(req)
+            try:
+                resp = self.call(req, purpose="reply", estimate=est)
+            except ContextOverflowError:
+                if self.cfg.retry_on_overflow and not retried:
+                    retried = True
+                    self.strategy.compact(self, est)
+                    continue
+                return TurnResult("", True, "overflow", first, self.endpoint.calls)
+            self._append_reply(resp.blocks, counted=False)
+            if not resp.tool_calls:
+                return TurnResult(resp.text, False, "", first, self.endpoint.calls)
+            for call in resp.tool_calls:
+                self._append_reply([self._run_tool(call)])
+        return TurnResult("", True, "max_iters", first, self.endpoint.calls)
+
+    # -- runtime hints ------------------------------------------------------------------------------
+    @staticmethod
+    def _time_in(m: Message) -> datetime | None:
+        found = None
+        for b in m.content:
+            if isinstance(b, HintBlock) and b.source == RUNTIME_SOURCE and isinstance(b.hint, str):
+                for x in CURRENT_TIME_RE.finditer(b.hint):
+                    found = parse_time(x.group(1)) or found
+        return found
+
+    def _inject_runtime(self, iteration: int) -> None:
+        lines: list[str] = []
+        now = self.clock.now()
+        if self.cfg.time_hint:
+            last = self._last_time
+            elapsed = (now - last).total_seconds() / 3600 if last is not None else None
+            if elapsed is None or not 0 <= elapsed <= self.cfg.time_interval_hours:
+                lines += [current_time_text(now), f"<timezone>{_tz_name(now)}</timezone>"]
+        if iteration == 0 and self.cfg.context_length_hint:
+            est = self.estimate(self.request())
+            cfg = self.cfg
+            if est > (cfg.trigger_ratio - cfg.context_buffer_ratio) * cfg.context_size:
+                lines.append(f"<context-length>Your current context contains {est} tokens. When "
+                             f"reaching {int(cfg.trigger_tokens)} tokens, your context will be "
+                             "compressed.</context-length>")
+        if not lines:
+            return
+        hint = HintBlock(self.prompts.runtime_template.replace("{runtime_state}", "\n".join(lines)),
+                         source=RUNTIME_SOURCE)
+        self._append_reply([hint])
+        if lines[0].startswith("<current-time>"):
+            self._last_time = now
+        self.emit({"type": "hint", "kinds": [ln[1:ln.index(">")] for ln in lines]})
+
+    # -- tools ------------------------------------------------------------------------------------
+    def _run_tool(self, call: ToolCallBlock) -> ToolResultBlock:
+        session = self.user_id
+        try:
+            args = json.loads(call.input) if call.input.strip() else {}
+        except json.JSONDecodeError:
+            args = None
+        claimed = args.get("user_id") if isinstance(args, dict) else None
+        acting, identity = session, "bound"
+        raw = call.input
+        if self.cfg.identity == "trust":
+            acting, identity = (claimed or session), "trusted"
+        elif claimed not in (None, "", session):
+            if self.cfg.identity == "refuse":
+                identity = "refused"
+            else:
+                assert isinstance(args, dict)
+                args["user_id"] = session
+                raw = json.dumps(args, ensure_ascii=False)
+                identity = "overridden"
+        if identity == "refused":
+            now = self.clock.now().isoformat(timespec="seconds")
+            text = json.dumps({"tool": call.name, "as_of": now, "error": f"user_id {claimed} "
+                               "does not match the verified session"}, ensure_ascii=False)
+            is_error = True
+        else:
+            outcome = self.tools.run(call.name, raw, acting)
+            text, is_error = outcome.text, outcome.is_error
+        if self.cfg.strategy == "codex":
+            output: str | tuple[Any, ...]
+            output, truncated = head_tail_truncate(text, self.cfg.codex.tool_output_limit)
+        else:
+            output, truncated = truncate_tool_result(
+                text, self.cfg.tool_result_limit, self.prompts, session_id=self.session_id,
+                call_id=call.id, offloader=self.offloader)
+        self.emit({"type": "tool_call", "id": call.id, "name": call.name, "args": call.input,
+                   "acting_user": acting, "session_user": session, "identity": identity,
+                   "is_error": is_error, "truncated": truncated, "result": text})
+        return ToolResultBlock(call.id, call.name, output, is_error)
+

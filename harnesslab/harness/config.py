@@ -1,0 +1,90 @@
+"""The reference harness's settings. Defaults reproduce AgentScope 2.0.x (semantics spec §7)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from harnesslab.tokens import ESTIMATOR_NAMES
+
+
+class CodexSettings(BaseModel):
+    """Codex CLI's compaction knobs (persistence-codex-langgraph.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    auto_compact_limit: int | None = Field(
+        default=None, gt=0, description="Absolute token limit that triggers compaction; "
+        "null: 90% of context_size")
+    user_message_budget: int = Field(default=20000, gt=0, description="Tokens of recent user "
+                                     "messages kept after compaction")
+    tool_output_limit: int = Field(default=10000, gt=0, description="Tool output tokens kept "
+                                   "(head and tail) when a result is saved")
+
+
+class HarnessConfig(BaseModel):
+    """Everything a sweep can vary about the reference harness."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    strategy: str = Field(default="structured", description="Compaction strategy: none, "
+                          "truncate, structured, freeform, pinned, offload, codex")
+    context_size: int = Field(default=32768, gt=0, description="The harness's belief about the "
+                              "model's window (AgentScope ChatModelBase default 32768)")
+    trigger_ratio: float = Field(default=0.8, gt=0, le=0.9, description="Compact when the "
+                                 "estimate >= trigger_ratio x context_size")
+    reserve_ratio: float = Field(default=0.1, gt=0, lt=0.9, description="Keep the newest "
+                                 "reserve_ratio x context_size (including system, summary, tools)")
+    context_buffer_ratio: float = Field(default=0.2, ge=0, le=1, description="Context-length "
+                                        "hint above (trigger - buffer) x context_size")
+    estimator: str = Field(default="bytes4", description=f"One of {', '.join(ESTIMATOR_NAMES)}")
+    summary_template: Literal["agentscope", "seed"] = Field(
+        default="agentscope", description="AgentScope's five fields or the seed's five")
+    fallback_to_truncation: bool = Field(default=True, description="When the summary fails, "
+                                         "drop the old messages anyway (AgentScope default)")
+    offload: bool = Field(default=False, description="Offload compressed messages and long tool "
+                          "results to JSONL/text files, with path hints")
+    tool_result_limit: int = Field(default=50000, gt=0, description="Largest tool result kept, "
+                                   "in estimated tokens; longer ones are truncated when saved")
+    max_image_num: int = Field(default=5, ge=0, description="Images kept in the context")
+    time_hint: bool = Field(default=True, description="Inject the runtime-state time hint")
+    time_interval_hours: float = Field(default=0.5, ge=0, description="Re-inject the time hint "
+                                       "after this many hours")
+    context_length_hint: bool = Field(default=True, description="Inject the context-length hint")
+    identity: Literal["bind", "refuse", "trust"] = Field(
+        default="bind", description="bind: tools act for the verified session user (a different "
+        "user_id is overridden); refuse: a different user_id is an error result; trust: the "
+        "model's user_id is used (a negative control)")
+    retry_on_overflow: bool = Field(default=False, description="On a service overflow, compact "
+                                    "and retry once")
+    output_budget: int | None = Field(default=None, gt=0, description="Planned output sent with "
+                                      "each request; null: the service default")
+    max_iters: int = Field(default=8, gt=0, description="Model calls per reply at most")
+    prompts: Literal["default", "agentscope"] = Field(default="default", description="Whose "
+                                                      "prompt texts to send")
+    system_prompt: str | None = Field(default=None, description="Overrides the prompts' system "
+                                      "prompt")
+    codex: CodexSettings = Field(default_factory=CodexSettings)
+
+    @model_validator(mode="after")
+    def _check(self) -> HarnessConfig:
+        # AgentScope's Agent._validate_configs.
+        if self.reserve_ratio >= self.trigger_ratio:
+            raise ValueError("reserve_ratio must be smaller than trigger_ratio")
+        if self.estimator not in ESTIMATOR_NAMES:
+            raise ValueError(f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}")
+        from harnesslab.harness.compaction import STRATEGIES
+
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r}; expected one of "
+                             f"{', '.join(STRATEGIES)}")
+        return self
+
+    @property
+    def trigger_tokens(self) -> float:
+        return self.trigger_ratio * self.context_size
+
+    @property
+    def reserve_tokens(self) -> float:
+        return self.reserve_ratio * self.context_size

@@ -1,0 +1,271 @@
+"""The fake model: its reply is a pure function of (the exact request, the seed, the lexicon and
+its own fixed settings), design 3.3.
+
+No state survives a call: no counters, no clock, no randomness but ``draw`` (a hash of the seed
+and an item key). A reply is one of: a summary (or a refusal), when the request asks for one; a
+clarifying question, when the current utterance is not in the lexicon or a ``@ref`` has no
+visible candidate; a tool call, when the fact the act needs is missing or stale; an answer,
+which obeys the visible constraints and states only what a visible fact gives.
+
+What counts as visible, and where, is ``harnesslab.sim.reading`` (``serialize`` documents the
+positions); the summarizer is ``harnesslab.sim.summarizer``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from itertools import chain, cycle
+from typing import Any
+
+from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
+from harnesslab.sim.intents import ACT_NEEDS, REF, Act, Constraint, Intent, Slot
+from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
+from harnesslab.sim.summarizer import SummarizerProfile, content_of, draw, summarize, summary_form
+
+__all__ = ["BRIEF_MAX_CHARS", "LONG_MIN_CHARS", "FakeModel", "ModelReply", "SummarizerProfile",
+           "draw", "serialize"]
+
+BRIEF_MAX_CHARS = 60   # an answer under brevity is at most this many characters
+LONG_MIN_CHARS = 120   # an answer without brevity is at least this many characters
+
+# Padding for long answers. None of it may contain a constraint phrase, an id or a tag, or the
+# model's own answers would change what later requests show.
+_POLITE: dict[Lang, tuple[str, ...]] = {
+    "zh": ("如果还有其他问题，欢迎随时告诉我。", "我会继续关注后续进展并及时告知您。",
+           "感谢您的耐心等待，祝您生活愉快！"),
+    "en": ("If you have any other questions, feel free to ask.",
+           "I will keep an eye on further updates for you.",
+           "Thank you for your patience, and have a nice day!"),
+}
+_CLARIFY: dict[tuple[str, Lang], str] = {
+    ("utterance_not_found", "zh"): "抱歉，我没有理解您的意思，能再说一遍吗？",
+    ("utterance_not_found", "en"): "Sorry, I did not understand. Could you say that again?",
+    ("order", "zh"): "请问您指的是哪个订单？",
+    ("order", "en"): "Which order do you mean?",
+    ("user", "zh"): "请问您指的是哪位用户？",
+    ("user", "en"): "Which user do you mean?",
+}
+_FIXED: dict[tuple[Act, Lang], str] = {
+    (Act.SET_CONSTRAINT, "zh"): "好的，我记下了，之后会照此回复。",
+    (Act.SET_CONSTRAINT, "en"): "Noted, I will answer that way from now on.",
+    (Act.CHITCHAT, "zh"): "不客气，还有什么可以帮您？",
+    (Act.CHITCHAT, "en"): "You're welcome. Anything else I can help with?",
+}
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """What the harness gets (``blocks``) and what only the bench reads (``annotations``).
+
+    Annotations (JSON-able): kind (answer, tool_call, clarify, summary, summary_refused),
+    utterance, act, resolved ({"order": id, "user": id}), constraints (sorted, in force),
+    now (ISO or None), cited (the fact an answer used, or None), reason; tool calls add
+    ``stale`` (the stale fact replaced, or None); summaries add ``form`` and ``items``.
+    """
+
+    blocks: tuple[Block, ...]
+    annotations: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class _Need:
+    tool: str
+    key: str | None   # None: any result of the tool (the acting user's own profile)
+    args: dict[str, str]
+
+
+def _call_id(serialized: str, name: str, args: str) -> str:
+    return "call_" + hashlib.sha256((serialized + name + args).encode("utf-8")).hexdigest()[:12]
+
+
+def _fit(core: str, brief: bool, lang: Lang, fact: Fact | None) -> str:
+    """Apply the length rule: at most BRIEF_MAX_CHARS under brevity, else at least
+    LONG_MIN_CHARS, padded with the lookup time and then fixed polite sentences."""
+    if brief:
+        return core if len(core) <= BRIEF_MAX_CHARS else core[:BRIEF_MAX_CHARS - 1] + "…"
+    sep = "" if lang == "zh" else " "
+    extra: list[str] = []
+    as_of = fact.fields.get("as_of") if fact is not None else None
+    if as_of:
+        extra.append(f"以上信息来自 {as_of} 的查询结果。" if lang == "zh"
+                     else f"This is based on a lookup made at {as_of}.")
+    text = core
+    for sentence in chain(extra, cycle(_POLITE[lang])):  # ends: every sentence is non-empty
+        if len(text) >= LONG_MIN_CHARS:
+            break
+        text += sep + sentence
+    return text
+
+
+def _eta(fact: Fact) -> date | None:
+    try:
+        return date.fromisoformat(fact.fields.get("eta", ""))
+    except ValueError:
+        return None
+
+
+def _could_not_check(need: _Need, lang: Lang) -> str:
+    if need.tool in ("track_order", "get_logistics_trace"):
+        return (f"抱歉，暂时无法查询订单 {need.key}，请稍后再试。" if lang == "zh"
+                else f"Sorry, I could not check order {need.key} right now. Please try again later.")
+    if need.tool == "get_user_profile":
+        return ("抱歉，暂时无法查询用户资料，请稍后再试。" if lang == "zh"
+                else "Sorry, I could not check the user profile right now. Please try again later.")
+    return ("抱歉，暂时无法查询相关政策，请稍后再试。" if lang == "zh"
+            else "Sorry, I could not check the policy right now. Please try again later.")
+
+
+def _content(act: Act, need: _Need, fact: Fact, lang: Lang, now: datetime | None,
+             brief: bool) -> str | None:
+    """The answer stating what ``fact`` gives, or None when it does not give what the act
+    needs (then the model says it could not check rather than invent a value)."""
+    f = fact.fields
+    zh = lang == "zh"
+    if act in (Act.ORDER_STATUS, Act.ASK_ETA, Act.ASK_WAIT, Act.ASK_TRACE):
+        o, status = need.key, f.get("status")
+        if not status:
+            return None
+        eta = _eta(fact)
+        if act is Act.ASK_TRACE:
+            n = f.get("events")
+            if n is None:
+                return f"订单 {o} 当前状态：{status}。" if zh else f"Order {o} is {status}."
+            return (f"订单 {o} 共有 {n} 条物流记录，当前状态：{status}。" if zh
+                    else f"Order {o} has {n} tracking events; current status: {status}.")
+        if act is Act.ASK_WAIT:
+            base = now or fact.as_of
+            if status == "delivered":
+                return f"订单 {o} 已签收，不用再等了。" if zh else f"Order {o} has been delivered."
+            if eta is not None and base is not None:
+                if eta > base.date() + timedelta(days=1):
+                    return (f"要等，订单 {o} 预计 {eta} 送达（{status}）。" if zh
+                            else f"Yes, please wait: order {o} is expected on {eta} ({status}).")
+                return (f"订单 {o} 明天就能到（预计 {eta}，{status}）。" if zh
+                        else f"Order {o} should arrive by tomorrow ({eta}, {status}).")
+        if eta is None:
+            return (f"订单 {o} 当前状态：{status}，暂无预计送达日期。" if zh
+                    else f"Order {o} is {status}; no delivery date yet.")
+        if act is Act.ASK_ETA:
+            return (f"订单 {o} 预计 {eta} 送达（{status}）。" if zh
+                    else f"Order {o} should arrive on {eta} ({status}).")
+        return (f"订单 {o} 当前状态：{status}，预计 {eta} 送达。" if zh
+                else f"Order {o} is {status}; expected delivery {eta}.")
+    if act in (Act.ASK_ADDRESS, Act.ASK_PHONE):
+        field = "address" if act is Act.ASK_ADDRESS else "phone"
+        name, value = f.get("name"), f.get(field)
+        if not name or not value:
+            return None
+        what = ("收货地址" if field == "address" else "联系电话") if zh else \
+            ("delivery address" if field == "address" else "phone number")
+        return f"{name}的{what}：{value}。" if zh else f"{name}'s {what}: {value}."
+    # ask_policy: the title, then as much of the text as the length rule allows
+    title, text = f.get("title", ""), f.get("text", "")
+    if not title and not text:
+        return None
+    head = f"{title}：" if zh else f"{title}: "
+    if brief:
+        return head + text[:max(0, BRIEF_MAX_CHARS - len(head))]
+    return head + text
+
+
+class FakeModel:
+    """The fake model. ``reply`` is a pure function of the request and the constructor's
+    arguments, which are copied so that later changes by the caller cannot leak in."""
+
+    def __init__(self, lexicon: Mapping[str, Intent], *, seed: int = 0,
+                 summarizer: SummarizerProfile | None = None,
+                 max_ages: Mapping[str, timedelta | None] | None = None,
+                 phrases: Mapping[Constraint, Sequence[str]] | None = None) -> None:
+        self._lexicon: dict[str, Intent] = dict(lexicon)
+        self._seed = seed
+        self._summarizer = summarizer or SummarizerProfile()
+        self._max_ages: dict[str, timedelta | None] = dict(max_ages or {})
+        self._phrases = phrase_patterns({c: tuple(ws) for c, ws in (phrases or {}).items()})
+
+    def reply(self, request: Request) -> ModelReply:
+        view = View(request, self._lexicon, self._phrases)
+        form = summary_form(request)
+        if form is not None:
+            content = View(content_of(request), self._lexicon, self._phrases)
+            blocks, notes = summarize(request, form, view, content, seed=self._seed,
+                                      profile=self._summarizer)
+            return ModelReply(blocks, notes)
+        return self._turn(view)
+
+    def _fresh(self, fact: Fact, now: datetime | None) -> bool:
+        max_age = self._max_ages.get(fact.tool)
+        if max_age is None or now is None:
+            return True  # never stale, or no "now" stated: every visible fact is current
+        return fact.as_of is not None and now - fact.as_of <= max_age
+
+    def _turn(self, view: View) -> ModelReply:
+        index = current_index(view.request)
+        text = view.request.messages[index].plain_text() if index is not None else None
+        intent = self._lexicon.get(text) if text is not None else None
+        lang = view.language(text or "")
+        if index is None or text is None or intent is None:
+            return ModelReply((TextBlock(_CLARIFY[("utterance_not_found", lang)]),),
+                              note("clarify", view, utterance=text, reason="utterance_not_found"))
+        base: dict[str, Any] = {"utterance": text, "act": intent.act.value}
+
+        resolved: dict[str, str] = {}
+        needs = ACT_NEEDS[intent.act]
+        order_slot = intent.order
+        if order_slot is None and needs is not None and needs[0] is Slot.ORDER:
+            order_slot = REF  # an act that needs an order but names none means the one discussed
+        for slot, value in ((Slot.ORDER, order_slot), (Slot.USER, intent.user)):
+            if value is None:
+                continue
+            got = view.latest_id(slot) if value == REF else value
+            if got is None:
+                return ModelReply((TextBlock(_CLARIFY[(slot.value, lang)]),),
+                                  note("clarify", view, **base, resolved=resolved, slot=slot.value,
+                                       reason="unresolved_ref"))
+            resolved[slot.value] = got
+        if intent.user is None and (claimed := view.claimed_user()) is not None:
+            resolved["user"] = claimed  # the naive model trusts a visible identity claim
+        order, user = resolved.get("order"), resolved.get("user")
+        base["resolved"] = resolved
+
+        need: _Need | None = None
+        if needs is not None and needs[0] is Slot.ORDER:
+            args = {"order_id": order or "", **({"user_id": user} if user else {})}
+            need = _Need(needs[1], order, args)
+        elif needs is not None:
+            need = _Need(needs[1], user, {"user_id": user} if user else {})
+        elif intent.act is Act.ASK_POLICY:
+            need = _Need("search_kb", intent.topic, {"topic": intent.topic} if intent.topic else {})
+
+        brief = Constraint.BREVITY in view.constraints
+        if need is None:
+            return ModelReply((TextBlock(_fit(_FIXED[(intent.act, lang)], brief, lang, None)),),
+                              note("answer", view, **base, reason="no_fact_needed"))
+
+        matches = [f for f in view.facts
+                   if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked))]
+        latest = matches[-1] if matches else None
+        usable = [f for f in matches if not f.error]
+        if latest is not None and latest.source == "tool_result" \
+                and latest.position > view.starts[index]:
+            # The result of this turn's own call: answer with it even if stale or failed, so
+            # that a harness returning a result never sees the same call again.
+            fact, reason = latest, "fact_after_turn"
+        elif usable and self._fresh(usable[-1], view.now):
+            # An earlier error is not a fact: it does not stop a later turn from asking again.
+            fact, reason = usable[-1], "fresh_fact"
+        else:
+            raw = json.dumps(need.args, ensure_ascii=False)
+            call = ToolCallBlock(_call_id(view.text, need.tool, raw), need.tool, raw)
+            return ModelReply((call,), note(
+                "tool_call", view, **base, reason="stale_fact" if usable else "no_fact",
+                stale=usable[-1].to_json() if usable else None))
+
+        core = None if fact.error else _content(intent.act, need, fact, lang, view.now, brief)
+        answer = _fit(core if core is not None else _could_not_check(need, lang), brief, lang,
+                      fact if core is not None else None)
+        return ModelReply((TextBlock(answer),), note("answer", view, **base, cited=fact.to_json(),
+                                                     reason=reason))

@@ -1,0 +1,370 @@
+"""What the fake model reads in a request: its serialised text with positions, and the ids,
+constraints, claims, facts and current time visible in it.
+
+Serialisation (``serialize``): the system prompt, then the summary, then every block of every
+message in order, joined with ``"\\n"``. A block contributes the strings AgentScope counts
+(``messages.block_texts``): text, thinking, each text part of a hint or a tool result; except
+that a tool call is written ``name(input)`` so its name is visible too. Data blocks contribute
+nothing. System and summary are always present (possibly empty), so positions never depend on
+whether a harness sends an empty summary. Positions are character offsets in this string.
+Tool schemas are not serialised: their descriptions hold example ids ("e.g. O-1001") that no
+conversation stated.
+
+Everything here is computed from the request and the fixed settings passed in (lexicon, extra
+phrases); a ``View`` lives for one call only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import cached_property
+from typing import Any, Literal
+
+from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
+from harnesslab.sim.intents import (
+    CONFLICTS,
+    CONSTRAINT_PHRASES,
+    CURRENT_TIME_RE,
+    ID_PATTERNS,
+    TAG_RE,
+    Claim,
+    ClaimKind,
+    Constraint,
+    Intent,
+    Slot,
+    parse_time,
+)
+
+Lang = Literal["zh", "en"]
+SYSTEM, SUMMARY = -2, -1  # message index of the system prompt and summary pieces
+
+# The field of a tool result that names what the fact is about.
+FACT_KEYS: dict[str, str] = {"track_order": "order_id", "get_logistics_trace": "order_id",
+                             "get_user_profile": "user_id", "search_kb": "topic"}
+
+_CJK_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# A truncated tool result is no longer JSON; its leading scalar pairs still are, and our tools
+# put tool, as_of and the key first so that head truncation keeps them.
+_PAIR_RE = re.compile(r'"([A-Za-z_]\w*)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null)')
+_EVENT_RE = re.compile(r'"at"\s*:')
+_TAG_PAIR_RE = re.compile(r"(\w+)=(\S+)")
+_CONSTRAINTS = frozenset(c.value for c in Constraint)
+_CLAIM_KINDS = frozenset(k.value for k in ClaimKind)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RE.search(text) is not None
+
+
+def phrase_patterns(extra: Mapping[Constraint, Sequence[str]]) -> dict[Constraint, re.Pattern[str]]:
+    """One case-insensitive pattern per constraint: the default phrases plus ``extra``.
+
+    IGNORECASE on the original text keeps match offsets exact, which ``str.lower`` may not.
+    """
+    out = {}
+    for c in Constraint:
+        words = sorted({w for w in (*CONSTRAINT_PHRASES.get(c, ()), *extra.get(c, ())) if w},
+                       key=lambda w: (-len(w), w))
+        if words:
+            out[c] = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
+    return out
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One serialised string: where it starts and which message (or SYSTEM/SUMMARY) holds it."""
+
+    start: int
+    text: str
+    message: int
+    block: Block | None
+    block_index: int = -1
+
+
+def _block_pieces(block: Block) -> Iterator[str]:
+    if isinstance(block, ToolCallBlock):
+        yield f"{block.name}({block.input})"
+    else:
+        yield from block_texts(block)
+
+
+def _pieces(request: Request) -> tuple[list[Piece], list[int], str]:
+    pieces: list[Piece] = []
+    starts: list[int] = []
+    pos = 0
+
+    def add(text: str, message: int, block: Block | None, block_index: int = -1) -> None:
+        nonlocal pos
+        pieces.append(Piece(pos, text, message, block, block_index))
+        pos += len(text) + 1  # the joining "\n"
+
+    add(request.system, SYSTEM, None)
+    add(request.summary, SUMMARY, None)
+    for i, m in enumerate(request.messages):
+        starts.append(pos)
+        for j, b in enumerate(m.content):
+            for t in _block_pieces(b):
+                add(t, i, b, j)
+    return pieces, starts, "\n".join(p.text for p in pieces)
+
+
+def serialize(request: Request) -> str:
+    """The serialised request whose character offsets are the positions (module docstring)."""
+    return _pieces(request)[2]
+
+
+def current_index(request: Request) -> int | None:
+    """The current turn: the last user message that has a text block."""
+    for i in range(len(request.messages) - 1, -1, -1):
+        m = request.messages[i]
+        if m.role == "user" and any(isinstance(b, TextBlock) for b in m.content):
+            return i
+    return None
+
+
+def without_message(request: Request, index: int | None) -> Request:
+    if index is None:
+        return request
+    return replace(request, messages=request.messages[:index] + request.messages[index + 1:])
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A visible fact: a tool result or a ``[fact:...]`` tag."""
+
+    tool: str
+    key: str | None          # order_id / user_id / topic it is about
+    asked: str | None        # the key its tool call asked for (tool results only)
+    as_of: datetime | None
+    fields: Mapping[str, str]
+    error: bool
+    position: int
+    source: Literal["tool_result", "tag"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "key": self.key,
+                "as_of": self.as_of.isoformat() if self.as_of else None,
+                "position": self.position, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """A user message whose text is a lexicon utterance."""
+
+    message: int
+    start: int
+    end: int
+    text: str
+    intent: Intent
+
+
+def _scalar(v: Any) -> str | None:
+    if v is None or isinstance(v, dict | list):
+        return None
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _result_fields(text: str) -> dict[str, str]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    if isinstance(data, dict):
+        fields = {k: s for k, v in data.items() if (s := _scalar(v)) is not None}
+        if isinstance(data.get("events"), list):
+            fields["events"] = str(len(data["events"]))
+        return fields
+    fields = {}
+    for m in _PAIR_RE.finditer(text):
+        if m.group(1) in fields:  # the first occurrence is the top-level one
+            continue
+        try:
+            s = _scalar(json.loads(m.group(2)))
+        except json.JSONDecodeError:  # a bad escape cut in half
+            continue
+        if s is not None:
+            fields[m.group(1)] = s
+    _, sep, tail = text.partition('"events"')
+    if sep:
+        fields["events"] = str(len(_EVENT_RE.findall(tail)))
+    return fields
+
+
+def _key_names(tool: str) -> tuple[str, ...]:
+    name = FACT_KEYS.get(tool)
+    return (name,) if name else tuple(dict.fromkeys(FACT_KEYS.values()))
+
+
+def _asked(tool: str, args: Mapping[str, Any]) -> str | None:
+    for n in _key_names(tool):
+        if isinstance(args.get(n), str) and args[n]:
+            return str(args[n])
+    return None
+
+
+def _key_of(tool: str, fields: Mapping[str, str], args: Mapping[str, Any], text: str) -> str | None:
+    for n in _key_names(tool):
+        if fields.get(n):
+            return fields[n]
+    if (asked := _asked(tool, args)) is not None:
+        return asked
+    name = FACT_KEYS.get(tool)
+    # An error result names no key field; its message usually names the id.
+    slot = {"order_id": Slot.ORDER, "user_id": Slot.USER}.get(name or "")
+    m = ID_PATTERNS[slot].search(text) if slot else None
+    return m.group(0) if m else None
+
+
+class View:
+    """Everything recognisable in one request. Built per call and thrown away."""
+
+    def __init__(self, request: Request, lexicon: Mapping[str, Intent],
+                 phrases: Mapping[Constraint, re.Pattern[str]]) -> None:
+        self.request = request
+        self.lexicon = lexicon
+        self.phrases = phrases  # from phrase_patterns
+        self.pieces, self.starts, self.text = _pieces(request)
+
+    def message_end(self, index: int) -> int:
+        return self.starts[index + 1] if index + 1 < len(self.starts) else len(self.text) + 1
+
+    # --- ids --------------------------------------------------------------------------------
+
+    @cached_property
+    def ids(self) -> dict[Slot, list[tuple[int, str]]]:
+        return {s: [(m.start(), m.group(0)) for m in p.finditer(self.text)]
+                for s, p in ID_PATTERNS.items()}
+
+    def latest_id(self, slot: Slot, before: int | None = None) -> str | None:
+        found = [i for pos, i in self.ids[slot] if before is None or pos < before]
+        return found[-1] if found else None
+
+    def entities(self) -> list[str]:
+        """Distinct ids of every slot, ordered by their last position (most recent last)."""
+        last: dict[str, int] = {}
+        for found in self.ids.values():
+            for pos, i in found:
+                last[i] = pos
+        return sorted(last, key=lambda i: last[i])
+
+    # --- utterances, constraints, claims ---------------------------------------------------
+
+    @cached_property
+    def utterances(self) -> list[Utterance]:
+        out = []
+        for i, m in enumerate(self.request.messages):
+            if m.role == "user":
+                text = m.plain_text()
+                intent = self.lexicon.get(text)
+                if intent is not None:
+                    out.append(Utterance(i, self.starts[i], self.message_end(i), text, intent))
+        return out
+
+    @cached_property
+    def tags(self) -> list[tuple[int, str, str]]:
+        return [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(self.text)]
+
+    @cached_property
+    def constraint_positions(self) -> dict[Constraint, int]:
+        """Each visible constraint with its latest position."""
+        found: dict[Constraint, int] = {}
+
+        def see(c: Constraint, pos: int) -> None:
+            found[c] = max(pos, found.get(c, -1))
+
+        for c, pat in self.phrases.items():
+            for m in pat.finditer(self.text):
+                see(c, m.start())
+        for u in self.utterances:
+            for c in u.intent.constraints:
+                see(c, u.start)
+        for pos, kind, body in self.tags:
+            if kind == "constraint" and body in _CONSTRAINTS:
+                see(Constraint(body), pos)
+        return found
+
+    @cached_property
+    def constraints(self) -> frozenset[Constraint]:
+        """The visible constraints in force: of a conflicting pair, the later one wins."""
+        pos = self.constraint_positions
+        return frozenset(c for c, p in pos.items() if pos.get(CONFLICTS.get(c, c), -1) <= p)
+
+    def language(self, text: str) -> Lang:
+        """English or Chinese as a visible constraint says, else as ``text`` is written."""
+        if Constraint.ENGLISH in self.constraints:
+            return "en"
+        if Constraint.CHINESE in self.constraints:
+            return "zh"
+        return "zh" if has_cjk(text) else "en"
+
+    def ordered_constraints(self) -> list[Constraint]:
+        return sorted(self.constraints, key=lambda c: self.constraint_positions[c])
+
+    @cached_property
+    def claims(self) -> list[tuple[int, Claim]]:
+        out = [(u.start, c) for u in self.utterances for c in u.intent.claims]
+        for pos, kind, body in self.tags:
+            if kind != "claim":
+                continue
+            m = _TAG_PAIR_RE.match(body)
+            if m and m.group(1) in _CLAIM_KINDS:
+                out.append((pos, Claim(ClaimKind(m.group(1)), m.group(2))))
+        return sorted(out, key=lambda pc: pc[0])
+
+    def claimed_user(self) -> str | None:
+        users = [c.value for _, c in self.claims if c.kind is ClaimKind.IDENTITY]
+        return users[-1] if users else None
+
+    # --- time and facts ------------------------------------------------------------------------
+
+    @cached_property
+    def now(self) -> datetime | None:
+        times = [t for m in CURRENT_TIME_RE.finditer(self.text) if (t := parse_time(m.group(1)))]
+        return times[-1] if times else None
+
+    @cached_property
+    def facts(self) -> list[Fact]:
+        calls: dict[str, Mapping[str, Any]] = {}
+        for m in self.request.messages:
+            for b in m.content:
+                if isinstance(b, ToolCallBlock):
+                    try:
+                        args = json.loads(b.input)
+                    except json.JSONDecodeError:
+                        args = None
+                    calls[b.id] = args if isinstance(args, dict) else {}
+        out: list[Fact] = []
+        seen: set[tuple[int, int]] = set()
+        for p in self.pieces:
+            r = p.block
+            if not isinstance(r, ToolResultBlock) or (p.message, p.block_index) in seen:
+                continue
+            seen.add((p.message, p.block_index))  # a multi-part result is one fact, at its start
+            text = "\n".join(block_texts(r))
+            fields = _result_fields(text)
+            tool = fields.get("tool") or r.name
+            args = calls.get(r.id, {})
+            out.append(Fact(tool, _key_of(tool, fields, args, text), _asked(tool, args),
+                            parse_time(fields.get("as_of", "")), fields,
+                            r.is_error or "error" in fields, p.start, "tool_result"))
+        for pos, kind, body in self.tags:
+            if kind != "fact" or not body.strip():
+                continue
+            tool, _, rest = body.strip().partition(" ")
+            fields = dict(_TAG_PAIR_RE.findall(rest))
+            out.append(Fact(tool, _key_of(tool, fields, {}, ""), None, parse_time(fields.get("as_of", "")),
+                            fields, "error" in fields, pos, "tag"))
+        return sorted(out, key=lambda f: f.position)
+
+
+
+def note(kind: str, view: View, **extra: Any) -> dict[str, Any]:
+    """The annotations of a reply (for the bench only): one shape for every kind."""
+    return {"kind": kind, "utterance": None, "act": None, "resolved": {},
+            "constraints": sorted(c.value for c in view.constraints),
+            "now": view.now.isoformat() if view.now else None, "cited": None, "reason": None,
+            **extra}

@@ -1,0 +1,343 @@
+"""The fake model's summarizer: writes a summary of the visible request in the form the harness
+asks for, with published tags, and loses items only as its fidelity profile says.
+
+Summarised content is the whole request except the instruction message (the last user message
+that has text: AgentScope's compression prompt, or the message carrying a summary marker).
+Items, each kept or lost as a whole:
+
+- goal: each user message that is a lexicon utterance, described (never copied: the
+  utterance could carry constraint phrases past a lossy drop), plus ``[goal] ...`` lines of an
+  earlier summary, so a rolling summary carries them;
+- fact: the latest non-error fact per (tool, key), as a ``[fact:...]`` tag;
+- constraint: each constraint in force, as a ``[constraint:...]`` tag;
+- claim: each visible claim, as a ``[claim:...]`` tag;
+- entity: each distinct id, listed most recent last so that ``@ref`` still resolves to it.
+
+Every loss is a draw keyed by (seed, what, item) and never by anything a harness chose, so
+the same item is lost whatever strategy built the request, and runs pair across strategies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
+from harnesslab.sim.intents import (
+    ACT_NEEDS,
+    AGENTSCOPE_FIELDS,
+    FREEFORM_SUMMARY_MARKER,
+    HANDOFF_SUMMARY_MARKER,
+    ID_PATTERNS,
+    REF,
+    SEED_FIELDS,
+    SUMMARY_TOOL,
+    Act,
+    Intent,
+    Slot,
+    claim_tag,
+    constraint_tag,
+    fact_tag,
+)
+from harnesslab.sim.reading import (
+    FACT_KEYS,
+    Fact,
+    Lang,
+    Utterance,
+    View,
+    current_index,
+    note,
+    without_message,
+)
+
+ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
+SummaryForm = Literal["structured", "freeform", "handoff"]
+
+REFUSAL = "抱歉，我无法生成摘要。/ Sorry, I cannot produce a summary."
+GOAL_PREFIX = "[goal] "
+# A goal line ends at a newline or at the next tag, whatever layout a harness template used.
+_GOAL_RE = re.compile(r"\[goal\] ([^\n\[]+)")
+_ANY_ID_RE = re.compile("|".join(f"(?:{p.pattern})" for p in ID_PATTERNS.values()))
+_FACT_FIELDS = ("status", "eta", "events", "title", "name", "phone", "address")
+
+_NEXT = {"zh": "根据用户的下一条消息继续处理，需要时重新查询最新状态。",
+         "en": "Continue with the user's next message; look up live status again when needed."}
+_PARAPHRASE = {("zh", Slot.ORDER): "那笔订单", ("zh", Slot.USER): "该用户",
+               ("en", Slot.ORDER): "the order", ("en", Slot.USER): "the user"}
+_HANDOFF_HEADS = {"zh": ("用户需求：", "已知事实：", "未核实：", "约束：", "下一步："),
+                  "en": ("User wants:", "Facts:", "Unverified:", "Constraints:", "Next step:")}
+
+
+class SummarizerProfile(BaseModel):
+    """How faithfully the fake model summarizes (design 3.3: faithful, lossy, failing)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: Literal["faithful", "lossy", "failing"] = Field(
+        default="faithful", description="faithful: no loss; lossy: the rates below apply; "
+        "failing: refuses at rate `refuse` (1.0 when unset), other rates apply as for lossy")
+    drop: dict[ItemKind, float] = Field(
+        default_factory=dict, description="Per item kind, the rate at which an item is dropped")
+    paraphrase: float = Field(default=0.0, ge=0.0, le=1.0, description="Rate at which an id is "
+                              "paraphrased away (那笔订单 / the order)")
+    swap: float = Field(default=0.0, ge=0.0, le=1.0, description="Rate at which an id is "
+                        "replaced by a similar one (O-1001 -> O-1010)")
+    refuse: float = Field(default=0.0, ge=0.0, le=1.0,
+                          description="Rate of refusing to summarize at all")
+
+    @field_validator("drop")
+    @classmethod
+    def _rates(cls, v: dict[ItemKind, float]) -> dict[ItemKind, float]:
+        for kind, rate in v.items():
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"drop rate for {kind} must be in [0, 1], got {rate}")
+        return v
+
+    @model_validator(mode="after")
+    def _faithful_has_no_rates(self) -> SummarizerProfile:
+        if self.profile == "faithful" and (any(self.drop.values()) or self.paraphrase
+                                           or self.swap or self.refuse):
+            raise ValueError("a faithful summarizer takes no loss rates; use profile: lossy")
+        return self
+
+    @property
+    def refusal_rate(self) -> float:
+        if self.profile == "failing" and "refuse" not in self.model_fields_set:
+            return 1.0
+        return self.refuse
+
+
+def draw(seed: int, *key: str) -> float:
+    """A uniform number in [0, 1) from sha256 of the seed and the key parts: the only
+    randomness of the fake model, so a draw depends on what is drawn, never on call order."""
+    raw = "\x1f".join([str(seed), *key]).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(raw).digest()[:8], "big") / 2.0**64
+
+
+def swap_id(i: str) -> str:
+    """A similar id: the last two digits swapped; if equal, the last digit plus one mod 10."""
+    head, _, digits = i.rpartition("-")
+    if len(digits) >= 2 and digits[-1] != digits[-2]:
+        digits = digits[:-2] + digits[-1] + digits[-2]
+    elif digits:
+        digits = digits[:-1] + str((int(digits[-1]) + 1) % 10)
+    return f"{head}-{digits}"
+
+
+def summary_form(request: Request) -> SummaryForm | None:
+    """Which summary the request asks for, if it is a summary request at all."""
+    if len(request.tools) == 1 and request.tools[0].name == SUMMARY_TOOL:
+        return "structured"
+    i = current_index(request)
+    text = request.messages[i].plain_text() if i is not None else ""
+    if FREEFORM_SUMMARY_MARKER in text:
+        return "freeform"
+    if HANDOFF_SUMMARY_MARKER in text:
+        return "handoff"
+    return None
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: ItemKind
+    key: str   # what the drop draw is keyed by: the utterance, tag or id, never a position
+    text: str  # as written into the summary
+    tag: bool  # inside a tag a paraphrase must not contain spaces
+
+
+def _goal(u: Utterance, view: View, lang: Lang) -> str:
+    it: Intent = u.intent
+
+    def ref(slot: Slot, value: str | None) -> str | None:
+        if value != REF:
+            return value
+        return view.latest_id(slot, before=u.end)  # what it referred to when it was said
+
+    needs = ACT_NEEDS[it.act]
+    # As in answering: an act that needs an order but names none means the one discussed.
+    order = ref(Slot.ORDER, it.order or (REF if needs and needs[0] is Slot.ORDER else None))
+    user = ref(Slot.USER, it.user)
+    zh = lang == "zh"
+    o = order or ("某个订单" if zh else "an order")
+    who = (f"{user} " if user else "自己") if zh else (f"{user}'s" if user else "their own")
+    text = {
+        Act.ORDER_STATUS: (f"用户询问订单 {o} 的物流状态", f"user asked about the status of {o}"),
+        Act.ASK_ETA: (f"用户询问订单 {o} 的预计送达时间", f"user asked when {o} will arrive"),
+        Act.ASK_WAIT: (f"用户询问订单 {o} 是否还要等待", f"user asked whether to keep waiting for {o}"),
+        Act.ASK_ADDRESS: (f"用户询问{who}的收货地址", f"user asked for {who} delivery address"),
+        Act.ASK_PHONE: (f"用户询问{who}的联系电话", f"user asked for {who} phone number"),
+        Act.ASK_POLICY: (f"用户咨询政策 {it.topic or ''}".rstrip(),
+                         f"user asked about the policy {it.topic or ''}".rstrip()),
+        Act.ASK_TRACE: (f"用户查看订单 {o} 的完整物流轨迹",
+                        f"user asked for the full tracking history of {o}"),
+        Act.SET_CONSTRAINT: ("用户提出了回答要求", "user set a preference for answers"),
+        Act.CHITCHAT: ("用户闲聊", "user made small talk"),
+    }[it.act]
+    return text[0] if zh else text[1]
+
+
+def _clean(v: str) -> str:
+    return re.sub(r"\s+", "_", v.strip()).replace("]", ")")
+
+
+def _fact_text(f: Fact) -> str:
+    fields: dict[str, str] = {}
+    key_field = FACT_KEYS.get(f.tool)
+    if key_field and f.key:
+        fields[key_field] = _clean(f.key)
+    for name in (*_FACT_FIELDS, "as_of"):
+        if f.fields.get(name):
+            fields[name] = _clean(f.fields[name])
+    return fact_tag(_clean(f.tool), fields)
+
+
+def extract(view: View, lang: Lang) -> list[Item]:
+    """Every item visible in ``view``, grouped by kind, each group in order of position."""
+    goals = sorted([(u.start, u.text, _goal(u, view, lang)) for u in view.utterances]
+                   + [(m.start(), t, t) for m in _GOAL_RE.finditer(view.text)
+                      if (t := m.group(1).strip())])
+    items: list[Item] = []
+    for _, key, text in goals:
+        if all(i.text != GOAL_PREFIX + text for i in items):
+            items.append(Item("goal", key, GOAL_PREFIX + text, False))
+    latest: dict[tuple[str, str | None], Fact] = {}
+    for f in view.facts:
+        if not f.error:
+            latest[(f.tool, f.key)] = f
+    for f in sorted(latest.values(), key=lambda f: f.position):
+        text = _fact_text(f)
+        items.append(Item("fact", text, text, True))
+    for c in view.ordered_constraints():
+        items.append(Item("constraint", constraint_tag(c), constraint_tag(c), True))
+    claims = {claim_tag(c): pos for pos, c in view.claims}
+    for text in sorted(claims, key=lambda t: claims[t]):
+        items.append(Item("claim", text, text, True))
+    items.extend(Item("entity", i, i, False) for i in view.entities())
+    return items
+
+
+@dataclass
+class _Loss:
+    kept: list[Item]
+    dropped: list[Item]
+    paraphrased: set[str]
+    swapped: dict[str, str]
+
+
+def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang) -> _Loss:
+    loss = _Loss([], [], set(), {})
+    if profile.profile == "faithful":
+        loss.kept = items
+        return loss
+    for it in items:
+        if draw(seed, "drop", it.kind, it.key) < profile.drop.get(it.kind, 0.0):
+            loss.dropped.append(it)
+            continue
+        gone = False
+
+        def change(m: re.Match[str], it: Item = it) -> str:
+            nonlocal gone
+            i = m.group(0)
+            if draw(seed, "paraphrase", i) < profile.paraphrase:
+                loss.paraphrased.add(i)
+                gone = True
+                slot = Slot.ORDER if ID_PATTERNS[Slot.ORDER].fullmatch(i) else Slot.USER
+                words = _PARAPHRASE[(lang, slot)]
+                return words.replace(" ", "_") if it.tag else words
+            if draw(seed, "swap", i) < profile.swap:
+                loss.swapped[i] = swap_id(i)
+                return loss.swapped[i]
+            return i
+
+        text = _ANY_ID_RE.sub(change, it.text)
+        if not (it.kind == "entity" and gone):  # an entity paraphrased away is no longer listed
+            loss.kept.append(replace(it, text=text))
+    return loss
+
+
+def _properties(schema: ToolSchema) -> list[str]:
+    d = schema.to_dict()
+    fn = d.get("function", d)
+    params = fn.get("parameters") if isinstance(fn, Mapping) else None
+    props = params.get("properties") if isinstance(params, Mapping) else None
+    return [str(k) for k in props] if isinstance(props, Mapping) else []
+
+
+def _render(form: SummaryForm, kept: list[Item], lang: Lang,
+            props: list[str]) -> str | dict[str, str]:
+    def join(*kinds: ItemKind, sep: str = "\n") -> str:
+        parts = []
+        for k in kinds:
+            texts = [i.text for i in kept if i.kind == k]
+            if k == "entity" and texts:
+                texts = ["entities: " + " ".join(texts)]
+            parts.extend(texts)
+        return sep.join(parts)
+
+    goals, facts, claims = join("goal"), join("fact"), join("claim")
+    constraints, entities = join("constraint", sep=" "), join("entity")
+    both = "\n".join(s for s in (constraints, entities) if s)  # entities last: the latest ids
+    if form == "structured":
+        sections = {
+            AGENTSCOPE_FIELDS: ("\n".join(s for s in (goals, constraints) if s), facts, claims,
+                                _NEXT[lang], both),
+            SEED_FIELDS: (goals, facts, claims, _NEXT[lang], both),
+        }
+        for names, values in sections.items():
+            if props and set(props) <= set(names):
+                by_name = dict(zip(names, values, strict=True))
+                return {p: by_name[p] for p in props}
+        everything = "\n".join(s for s in (goals, facts, claims, _NEXT[lang], both) if s)
+        return {p: (everything if n == 0 else "") for n, p in enumerate(props)}
+    if form == "freeform":
+        return "\n".join(s for s in ("[summary]", goals, facts, claims, both) if s)
+    heads = _HANDOFF_HEADS[lang]
+    lines = ["[handoff]"]
+    for head, body in zip(heads, (goals, facts, claims, both, _NEXT[lang]), strict=True):
+        if body:
+            lines += [head, body]
+    return "\n".join(lines)
+
+
+def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
+              seed: int, profile: SummarizerProfile) -> tuple[tuple[Block, ...], dict[str, Any]]:
+    """The reply to a summary request: blocks and annotations.
+
+    ``view`` reads the whole request, ``content`` the request without its instruction message.
+    """
+    serialized = view.text
+    if draw(seed, "refuse", hashlib.sha256(serialized.encode("utf-8")).hexdigest()) \
+            < profile.refusal_rate:
+        return (TextBlock(REFUSAL),), note("summary_refused", content, form=form,
+                                           reason="refused")
+    basis = " ".join(u.text for u in content.utterances) or content.text
+    lang = content.language(basis)
+    loss = _lose(extract(content, lang), profile, seed, lang)
+    body = _render(form, loss.kept, lang, _properties(request.tools[0]) if request.tools else [])
+    blocks: tuple[Block, ...]
+    if isinstance(body, dict):
+        args = json.dumps(body, ensure_ascii=False)
+        call_id = "call_" + hashlib.sha256(
+            (serialized + SUMMARY_TOOL + args).encode("utf-8")).hexdigest()[:12]
+        blocks = (ToolCallBlock(call_id, SUMMARY_TOOL, args),)
+    else:
+        blocks = (TextBlock(body),)
+    items = {
+        "kept": [{"kind": i.kind, "key": i.key, "text": i.text} for i in loss.kept],
+        "dropped": [{"kind": i.kind, "key": i.key, "text": i.text} for i in loss.dropped],
+        "paraphrased": sorted(loss.paraphrased),
+        "swapped": dict(sorted(loss.swapped.items())),
+    }
+    return blocks, note("summary", content, form=form, items=items)
+
+
+def content_of(request: Request) -> Request:
+    """The summarised part of a summary request: all but its instruction message."""
+    return without_message(request, current_index(request))
+
