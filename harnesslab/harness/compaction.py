@@ -328,6 +328,7 @@ class CodexCompaction:
             used += cost
             kept.append(m)
         kept.reverse()
+        removed = len(h.context) - len(kept)
         if summary is not None:
             bridge = h.prompts.handoff_bridge.format(summary=summary)
             kept.append(Message("user", (HintBlock(bridge, source="handoff"),), id=h.new_id()))
@@ -337,7 +338,7 @@ class CodexCompaction:
         h.bytes_since_usage = sum(rule.message_units(m) for m in kept)
         h.emit({"type": "compaction", "strategy": self.name, "estimate": estimate,
                 "request": before, "summary_ok": summary is not None, "applied": True,
-                "removed": len(before.messages) - len(kept), "kept": len(kept),
+                "removed": removed, "kept": len(kept),
                 "summary": summary or "", "summary_tokens": h.estimate_text(summary or ""),
                 "offload_path": None, "after_estimate": h.estimate(h.request())})
         return True

@@ -684,3 +684,17 @@ def test_nothing_outside_the_request_changes_the_reply(
     unseen = {k: v for k, v in extra.items() if k not in shown}
     other = FakeModel({**unseen, **LEXICON}, seed=seed, summarizer=profile, max_ages=MAX_AGES)
     assert other.reply(r0) == first
+
+
+def test_summary_leaves_out_the_instruction_message() -> None:
+    r = model().reply(req(user(ASK_1001_LONG), user(f"{FREEFORM_SUMMARY_MARKER} keep it short, O-1009")))
+    assert text_of(r) == "[summary]\n[goal] 用户询问订单 O-1001 的物流状态\nentities: O-1001"
+    assert r.annotations["constraints"] == []
+
+
+def test_summary_goal_resolves_ref_where_it_was_said() -> None:
+    r = model().reply(req(user(ASK_1001_LONG), user(WAIT), user(ASK_1002),
+                          user(FREEFORM_SUMMARY_MARKER)))
+    assert text_of(r) == ("[summary]\n[goal] 用户询问订单 O-1001 的物流状态\n"
+                          "[goal] 用户询问订单 O-1001 是否还要等待\n"
+                          "[goal] 用户询问订单 O-1002 的物流状态\nentities: O-1001 O-1002")
