@@ -115,7 +115,9 @@ class RecordWriter:
         if h is None:
             h = self._str[joined] = "t" + _h(joined)
             if h not in self.record.blobs:
-                self._blob("tools", h, [t.to_dict() for t in tools])
+                # The exact schema texts: key order is part of what the model and the
+                # tokenizer see, and the record's own JSON would sort it.
+                self._blob("tools", h, [[t.name, t.json] for t in tools])
         return h
 
     def request_ref(self, r: Request) -> tuple[dict[str, Any], str]:
@@ -179,7 +181,7 @@ class Record:
         return Request(
             system=self.blobs[ref["system"]], summary=self.blobs[ref["summary"]],
             messages=tuple(self.message(h) for h in ref["messages"]),
-            tools=tuple(ToolSchema.from_dict(t) for t in self.blobs[ref["tools"]]),
+            tools=tuple(ToolSchema(name, text) for name, text in self.blobs[ref["tools"]]),
             output_budget=ref["output_budget"], session_id=ref["session_id"],
             meta=tuple((str(k), str(v)) for k, v in ref["meta"]))
 
