@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,8 +107,10 @@ def record_path(out_dir: Path, scenario: str, variant: str, seed: int) -> Path:
 
 
 def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,
-                out_dir: Path | None = None, cli_set: Mapping[str, Any] | None = None) -> RunResult:
-    """Run one variant with one seed. Bad settings raise InputError before anything runs."""
+                out_dir: Path | None = None, cli_set: Mapping[str, Any] | None = None,
+                on_step: Callable[[int], None] | None = None) -> RunResult:
+    """Run one variant with one seed. Bad settings raise InputError before anything runs.
+    ``on_step`` is called after each step with its number (progress, benchmarks)."""
     settings = resolve_settings(sc, variant, cli_set)
     world = World(sc.world)
     path = record_path(out_dir, sc.id, variant.name, seed) if out_dir else None
@@ -116,7 +118,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                           path)
     result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale)
     try:
-        _drive(sc, settings, world, writer, seed, path.parent if path else None)
+        _drive(sc, settings, world, writer, seed, path.parent if path else None, on_step)
         result.checks = evaluate(writer.record, sc)
         for c in result.checks:
             writer.emit(c.to_dict())
@@ -134,7 +136,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
 
 
 def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
-           workdir: Path | None) -> None:
+           workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
     cache = TokenCache()
     service = SimulatedService(s.service, cache)
     model = FakeModel(sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
@@ -173,6 +175,8 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             true = SimulatedService(s.service, cache).count_input(Request(system="", messages=msgs))
             writer.emit({"type": "filler", "exchanges": len(pairs), "target": target,
                          "estimate": harness.rule.finalize(est_units), "true_tokens": true})
+        if on_step is not None:
+            on_step(i)
 
 
 def run_scenario_file(path: Path, *, seeds: Iterable[int] = (0,), out_dir: Path | None = None,

@@ -1,0 +1,78 @@
+"""``harnesslab run`` and ``harnesslab show`` as a user calls them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harnesslab.bench.scenario import bundled_dir
+
+SCENARIO = str(bundled_dir() / "followup-after-filler-zh.yaml")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harnesslab.cli", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_run_prints_checks_outcomes_and_metrics(tmp_path: Path) -> None:
+    p = cli("run", SCENARIO, "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:5] == ["scenario", "variant", "checks", "outcome", "follow-up"]
+    default = next(ln for ln in lines if " default " in ln)
+    assert "10/10" in default and "as expected" in default and "1.00" in default
+    truncate = next(ln for ln in lines if "truncate-small-window" in ln)
+    assert "6/10" in truncate and "as expected" in truncate
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["expected"] is True
+    assert (tmp_path / "followup-after-filler-zh" / "default" / "seed0.jsonl").exists()
+
+
+def test_an_unexpected_outcome_exits_1_and_says_why(tmp_path: Path) -> None:
+    # Forcing truncation on every variant makes the follow-up fail where a pass is expected.
+    p = cli("run", SCENARIO, "--out", str(tmp_path), "--set", "strategy=truncate",
+            "--set", "context_size=4096", "--variant", "default")
+    assert p.returncode == 1
+    assert "UNEXPECTED" in p.stdout
+    assert "! followup-after-filler-zh/default: s3.resolves failed: resolved nothing" in p.stdout
+
+
+def test_seeds_are_pooled(tmp_path: Path) -> None:
+    p = cli("run", SCENARIO, "--out", str(tmp_path), "--seeds", "3", "--variant", "default",
+            "--json")
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)["rows"][0]
+    assert row["seeds"] == 3 and row["pass_hat_k"] == {"1": 1.0, "2": 1.0, "3": 1.0}
+    acc = row["metrics"]["followup_accuracy"]
+    assert acc["num"] == acc["den"] == 3 and acc["ci"][1] == 1.0
+
+
+def test_bad_set_value_is_one_line_exit_2(tmp_path: Path) -> None:
+    p = cli("run", SCENARIO, "--out", str(tmp_path), "--set", "context_size=big")
+    assert p.returncode == 2
+    assert p.stderr.strip() == (f"harnesslab run: error: {SCENARIO}: context_size: Input should "
+                                "be a valid integer, unable to parse string as an integer")
+    p = cli("run", SCENARIO, "--out", str(tmp_path), "--set", "strategy")
+    assert p.returncode == 2 and "expected key=value" in p.stderr
+
+
+def test_show_prints_what_the_model_saw(tmp_path: Path) -> None:
+    assert cli("run", SCENARIO, "--out", str(tmp_path), "--variant", "default").returncode == 0
+    rec = tmp_path / "followup-after-filler-zh" / "default" / "seed0.jsonl"
+    overview = cli("show", str(rec))
+    assert overview.returncode == 0
+    assert "compaction (structured)" in overview.stdout
+    last = max(int(ln.split()[1]) for ln in overview.stdout.splitlines()
+               if ln.strip().startswith("call "))
+    p = cli("show", str(rec), "--call", str(last))
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert out.startswith(f"call {last} (reply, step 3): estimate ")
+    assert "true input" in out and "那我明天还要等吗？" in out and "<system-info>" in out
+    assert "last compaction before this call (structured" in out
+    assert "removed:" in out
+    bad = cli("show", str(rec), "--call", "999")
+    assert bad.returncode == 2 and "no model call 999" in bad.stderr
