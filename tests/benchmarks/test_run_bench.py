@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import Scenario, Variant
+from harnesslab.bench.scenario import Scenario
 
 CHAT = ["你们周末也上班吗？", "最近快递是不是都挺慢的？", "你们的衣服质量还不错。",
         "包装可以再结实一点吗？"]
