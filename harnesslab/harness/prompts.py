@@ -127,8 +127,8 @@ assert tuple(DEFAULT.summary_fields["seed"]) == SEED_FIELDS
 
 def _agentscope() -> Prompts:
     try:
-        from agentscope.agent import ContextConfig, InjectionConfig  # type: ignore[import-not-found]
-        from agentscope.agent._config import SummarySchema  # type: ignore[import-not-found]
+        from agentscope.agent import ContextConfig, InjectionConfig
+        from agentscope.agent._config import SummarySchema
     except ImportError:
         raise InputError(f"prompts 'agentscope' needs the agentscope package; run: "
                          f"{AGENTSCOPE_EXTRA}", field="prompts") from None
