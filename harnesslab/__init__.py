@@ -1,5 +1,10 @@
 """harnesslab: measure how agent harnesses manage context, offline and deterministically."""
 
+from harnesslab.bench.checks import CheckOutcome, Verdict
+from harnesslab.bench.metrics import pass_hat_k, run_metrics, wilson
+from harnesslab.bench.record import Record, RecordWriter
+from harnesslab.bench.runner import RunResult, run_scenario_file, run_variant
+from harnesslab.bench.scenario import Scenario, Variant, load_scenario
 from harnesslab.errors import (
     ContextOverflowError,
     HarnessLabError,
@@ -7,6 +12,9 @@ from harnesslab.errors import (
     OverflowDetail,
     TokenizerUnavailable,
 )
+from harnesslab.harness.agent import ReferenceHarness, TurnResult
+from harnesslab.harness.compaction import STRATEGIES
+from harnesslab.harness.config import HarnessConfig
 from harnesslab.messages import (
     DataBlock,
     HintBlock,
@@ -18,7 +26,12 @@ from harnesslab.messages import (
     ToolResultBlock,
     ToolSchema,
 )
+from harnesslab.sim.endpoint import Endpoint
+from harnesslab.sim.intents import Act, Constraint, Intent
+from harnesslab.sim.model import FakeModel, ModelReply, SummarizerProfile
 from harnesslab.sim.service import PROFILES, ServiceProfile, SimulatedService, Usage
+from harnesslab.sim.tools import ToolBox
+from harnesslab.sim.world import SimClock, World, WorldSpec
 from harnesslab.tokens import (
     ESTIMATOR_NAMES,
     TOKENIZER_NAMES,
@@ -35,29 +48,57 @@ __version__ = "0.1.0"
 __all__ = [
     "ESTIMATOR_NAMES",
     "PROFILES",
+    "STRATEGIES",
     "TOKENIZER_NAMES",
+    "Act",
+    "CheckOutcome",
+    "Constraint",
     "ContextOverflowError",
     "DataBlock",
+    "Endpoint",
+    "FakeModel",
+    "HarnessConfig",
     "HarnessLabError",
     "HintBlock",
     "InputError",
+    "Intent",
     "Message",
+    "ModelReply",
     "OverflowDetail",
+    "Record",
+    "RecordWriter",
+    "ReferenceHarness",
     "Request",
     "RequestCounter",
+    "RunResult",
+    "Scenario",
     "ServiceProfile",
+    "SimClock",
     "SimulatedService",
+    "SummarizerProfile",
     "TextBlock",
     "ThinkingBlock",
     "TokenCache",
     "TokenizerUnavailable",
+    "ToolBox",
     "ToolCallBlock",
     "ToolResultBlock",
     "ToolSchema",
+    "TurnResult",
     "Usage",
+    "Variant",
+    "Verdict",
+    "World",
+    "WorldSpec",
     "__version__",
     "bytes4",
     "chars4",
     "get_tokenizer",
+    "load_scenario",
     "make_rule",
+    "pass_hat_k",
+    "run_metrics",
+    "run_scenario_file",
+    "run_variant",
+    "wilson",
 ]
