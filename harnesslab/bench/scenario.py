@@ -369,7 +369,12 @@ def scenario_paths(paths: list[str]) -> list[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out += sorted(x for x in p.iterdir() if x.suffix in (".yaml", ".yml"))
+            found = sorted(x for x in p.iterdir() if x.suffix in (".yaml", ".yml"))
+            if not found:
+                raise InputError("no scenario files (*.yaml) in this folder", file=str(p))
+            out += found
+        elif not p.exists():
+            raise InputError("no such file or folder", file=str(p))
         else:
             out.append(p)
     return out
