@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harnesslab.errors import ContextOverflowError
@@ -23,6 +25,7 @@ from harnesslab.messages import (
     HintBlock,
     History,
     Message,
+    Request,
     TextBlock,
     ToolCallBlock,
     ToolSchema,
@@ -110,7 +113,7 @@ class AgentScopeCompaction:
         return messages
 
     # -- the summary call --------------------------------------------------------------------
-    def _summary_request(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> Any:
+    def _summary_request(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> Request:
         now = h.clock.now().isoformat(timespec="seconds")
         if self.summary_kind == "structured":
             prompt = Message("user", (TextBlock(h.prompts.compression.replace("{current_time}", now)),
@@ -136,38 +139,53 @@ class AgentScopeCompaction:
             return None
         return f"<system-info>{text}</system-info>"
 
+    def _generate(self, h: ReferenceHarness, req: Request, est: int) -> str | None:
+        """One ``generate_structured_output``: AgentScope's ladder (forced, auto, none), three
+        tries when the model answers without the tool. A service error is not retried by the
+        ladder: it propagates."""
+        tries = 3 if self.summary_kind == "structured" else 1
+        for choice in ("forced", "auto", "none")[:tries]:
+            resp = h.call(req.with_meta(("tool_choice", choice)), purpose="summary",
+                          estimate=est)
+            summary = self._parse(h, resp.blocks)
+            if summary is not None:
+                return summary
+        return None
+
+    def _counted(self, h: ReferenceHarness, req: Request) -> int:
+        """The estimate AgentScope compares with its limits: of the request as built, before
+        ``generate_structured_output`` appends its reminder to the last user message."""
+        if self.summary_kind != "structured":
+            return h.estimate(req)
+        last = req.messages[-1]
+        bare = Message(last.role, last.content[:-1], name=last.name, id=last.id)
+        return h.estimate(replace(req, messages=(*req.messages[:-1], bare)))
+
     def _summarize(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> str | None:
         req = self._summary_request(h, msgs)
         est = h.estimate(req)
-        overflow = est > h.cfg.context_size  # AgentScope logs a warning and remembers it
-        # AgentScope's structured-output ladder (forced, auto, none): three tries when the
-        # model answers without the tool; a service error is not retried by the ladder.
-        tries = 3 if self.summary_kind == "structured" else 1
+        # AgentScope logs a warning and remembers it
+        overflow = self._counted(h, req) > h.cfg.context_size
         try:
-            for choice in ("forced", "auto", "none")[:tries]:
-                resp = h.call(req.with_meta(("tool_choice", choice)), purpose="summary",
-                              estimate=est)
-                summary = self._parse(h, resp.blocks)
-                if summary is not None:
-                    return summary
+            summary = self._generate(h, req, est)
         except ContextOverflowError:
-            if not overflow:
-                return None
-            # Drop the oldest compressed messages until the request fits the trigger, then
-            # retry once; whatever was dropped is simply not summarised.
-            rest = msgs
-            while rest:
-                rest = rest[1:]
-                req = self._summary_request(h, rest)
-                est = h.estimate(req)
-                if est < h.cfg.trigger_tokens:
-                    break
-            try:
-                resp = h.call(req, purpose="summary", estimate=est)
-            except ContextOverflowError:
-                return None
-            return self._parse(h, resp.blocks)
-        return None
+            summary = None
+        if summary is not None or not overflow:
+            return summary
+        # Whatever made the summary call fail (the service, or a model that never called the
+        # tool), an overflowing request is retried once: drop the oldest compressed messages
+        # until it fits the trigger; whatever was dropped is simply not summarised.
+        rest = msgs
+        while rest:
+            rest = rest[1:]
+            req = self._summary_request(h, rest)
+            est = h.estimate(req)
+            if self._counted(h, req) < h.cfg.trigger_tokens:
+                break
+        try:
+            return self._generate(h, req, est)
+        except ContextOverflowError:
+            return None
 
     # -- compaction ---------------------------------------------------------------------------
     def compact(self, h: ReferenceHarness, estimate: int) -> bool:
@@ -253,9 +271,10 @@ class PinnedCompaction(AgentScopeCompaction):
                 found: list[tuple[int, str, Any]] = []
                 for pat in ID_PATTERNS.values():
                     found += [(x.start(), "id", x.group()) for x in pat.finditer(text)]
-                low = text.lower()
+                # Every mention, at its offset in the text itself: the latest one decides.
                 for c, phrases in CONSTRAINT_PHRASES.items():
-                    found += [(low.find(p.lower()), "c", c) for p in phrases if p.lower() in low]
+                    found += [(x.start(), "c", c) for p in phrases
+                              for x in re.finditer(re.escape(p), text, re.IGNORECASE)]
                 for t in TAG_RE.finditer(text):
                     if t.group(1) == "constraint" and t.group(2) in Constraint._value2member_map_:
                         found.append((t.start(), "c", Constraint(t.group(2))))

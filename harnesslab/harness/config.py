@@ -72,6 +72,10 @@ class HarnessConfig(BaseModel):
         # AgentScope's Agent._validate_configs.
         if self.reserve_ratio >= self.trigger_ratio:
             raise ValueError("reserve_ratio must be smaller than trigger_ratio")
+        if (self.time_hint or self.context_length_hint) \
+                and self.context_buffer_ratio >= self.trigger_ratio:
+            raise ValueError("context_buffer_ratio must be smaller than trigger_ratio while "
+                             "runtime hints are on")
         if self.estimator not in ESTIMATOR_NAMES:
             raise ValueError(f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}")
         from harnesslab.harness.compaction import STRATEGIES

@@ -4,6 +4,8 @@ truncation at save time (§2.5), Codex's head+tail tool-output truncation, and t
 
 from __future__ import annotations
 
+import re
+
 from harnesslab.harness.offload import Offloader
 from harnesslab.harness.prompts import Prompts
 from harnesslab.messages import (
@@ -17,6 +19,9 @@ from harnesslab.messages import (
     ToolResultBlock,
 )
 from harnesslab.tokens import Bytes4Rule
+
+# A data block's source is base64 data or a URL; base64 never contains a scheme's "://".
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def _tokens(parts: tuple[Part, ...]) -> int:
@@ -92,6 +97,9 @@ def limit_images(context: History, max_images: int, prompts: Prompts,
 
     def reminder(block: DataBlock) -> str:
         name = f"named '{block.name}' " if block.name else ""
+        if _URL_RE.match(block.source):
+            # AgentScope points at a URL source as it is; only inline data is offloaded.
+            return prompts.image_offloaded.format(name=name, url=block.source)
         if offloader is not None:
             return prompts.image_offloaded.format(name=name, url=offloader.offload_data(block))
         return prompts.image_removed.format(name=name)

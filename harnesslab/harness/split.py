@@ -9,7 +9,9 @@ system + summary + tool schemas + kept <= the reserve budget.
 2. Block level inside the boundary message: walking its blocks back, stop at the first block
    ``b`` at which ``count(prefix + blocks[b:] + kept) > budget`` (strictly greater); blocks
    after ``b`` are kept, the rest compressed. Both halves keep the message's id and name.
-3. Pairing: a tool result kept while its call is compressed moves to the compressed side.
+3. Pairing: while the kept part of the boundary message holds a tool result whose call is not
+   kept with it, the cut moves to just after that result (so whatever lies between the call
+   and the result is compressed too).
 
 Unfinished tool calls never exist here: the reference harness runs every call's tool before
 the next compaction check, so step 2 of the original (protecting unfinished calls) is moot.
@@ -51,21 +53,28 @@ def split_context(context: Sequence[Message], head_units: int, budget: float,
         if finalize(head_units + units(tail) + kept_units) > budget:
             cut = b
             break
-    head_blocks = list(blocks[:cut + 1])
-    tail_blocks = list(blocks[cut + 1:])
-    # Pairing: results whose calls are compressed go with them, in their original order.
-    compressed_calls = {b.id for b in head_blocks if isinstance(b, ToolCallBlock)}
-    moved = [b for b in tail_blocks if isinstance(b, ToolResultBlock) and b.id in compressed_calls]
-    if moved:
-        head_blocks += moved
-        tail_blocks = [b for b in tail_blocks if b not in moved]
+    # Pairing, as AgentScope does it: while the kept part of the boundary message holds a tool
+    # result whose call is not kept with it, move the cut to just after that result.
+    while True:
+        unpaired: dict[str, int] = {}
+        for j in range(len(blocks) - 1, cut, -1):
+            block = blocks[j]
+            if isinstance(block, ToolResultBlock):
+                unpaired[block.id] = j
+            elif isinstance(block, ToolCallBlock):
+                unpaired.pop(block.id, None)
+        if not unpaired:
+            break
+        cut = max(unpaired.values())
+    head_blocks = blocks[:cut + 1]
+    tail_blocks = blocks[cut + 1:]
     to_compress = list(context[:boundary])
     if head_blocks:
         to_compress.append(m if not tail_blocks else
-                           Message(m.role, tuple(head_blocks), name=m.name, id=m.id))
+                           Message(m.role, head_blocks, name=m.name, id=m.id))
     to_keep: list[Message] = []
     if tail_blocks:
         to_keep.append(m if not head_blocks else
-                       Message(m.role, tuple(tail_blocks), name=m.name, id=m.id))
+                       Message(m.role, tail_blocks, name=m.name, id=m.id))
     to_keep += context[boundary + 1:]
     return Split(tuple(to_compress), tuple(to_keep))
