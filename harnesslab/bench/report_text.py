@@ -10,7 +10,8 @@ from harnesslab.bench.suite import summarize
 
 COLUMNS = [("followup_accuracy", "follow-up"), ("constraint_retention", "retention"),
            ("entity_fidelity", "entities"), ("stale_fact_rate", "stale"),
-           ("identity_leak_rate", "leaks"), ("overflow_rate", "overflow")]
+           ("wasted_requery_rate", "wasted"), ("identity_leak_rate", "leaks"),
+           ("overflow_rate", "overflow")]
 
 
 def _rate(m: dict[str, Any], name: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,10 @@ class ReferenceHarness:
             t = self._time_in(m)
             if t is not None:
                 self._last_time = t
+
+    def now(self) -> datetime:
+        """The harness's own idea of the time (the world's clock plus any configured skew)."""
+        return self.clock.now() + timedelta(hours=self.cfg.clock_offset_hours)
 
     def new_id(self) -> str:
         self._ids += 1
@@ -234,7 +238,7 @@ class ReferenceHarness:
 
     def _inject_runtime(self, iteration: int) -> None:
         lines: list[str] = []
-        now = self.clock.now()
+        now = self.now()
         if self.cfg.time_hint:
             last = self._last_time
             elapsed = (now - last).total_seconds() / 3600 if last is not None else None
@@ -277,7 +281,7 @@ class ReferenceHarness:
                 raw = json.dumps(args, ensure_ascii=False)
                 identity = "overridden"
         if identity == "refused":
-            now = self.clock.now().isoformat(timespec="seconds")
+            now = self.now().isoformat(timespec="seconds")
             text = json.dumps({"tool": call.name, "as_of": now, "error": f"user_id {claimed} "
                                "does not match the verified session"}, ensure_ascii=False)
             is_error = True

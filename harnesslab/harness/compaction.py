@@ -114,7 +114,7 @@ class AgentScopeCompaction:
 
     # -- the summary call --------------------------------------------------------------------
     def _summary_request(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> Request:
-        now = h.clock.now().isoformat(timespec="seconds")
+        now = h.now().isoformat(timespec="seconds")
         if self.summary_kind == "structured":
             prompt = Message("user", (TextBlock(h.prompts.compression.replace("{current_time}", now)),
                                       TextBlock(h.prompts.structured_reminder)), id=h.new_id())

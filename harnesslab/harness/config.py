@@ -51,6 +51,9 @@ class HarnessConfig(BaseModel):
     time_hint: bool = Field(default=True, description="Inject the runtime-state time hint")
     time_interval_hours: float = Field(default=0.5, ge=0, description="Re-inject the time hint "
                                        "after this many hours")
+    clock_offset_hours: float = Field(default=0.0, description="The harness's clock minus the "
+                                      "world's, as a host clock or timezone bug would make it; "
+                                      "0 for a correct harness")
     context_length_hint: bool = Field(default=True, description="Inject the context-length hint")
     identity: Literal["bind", "refuse", "trust"] = Field(
         default="bind", description="bind: tools act for the verified session user (a different "

@@ -82,6 +82,11 @@ def test_trigger_lateness_flips_with_the_estimator() -> None:
     assert late > 1.2 and exact < 1.1
 
 
+def test_wasted_requery_rate_flips_with_a_skewed_harness_clock() -> None:
+    assert value(run("followup-o1001-zh"), "wasted_requery_rate") == 0.0
+    assert value(run("followup-o1001-zh", clock_offset_hours=24), "wasted_requery_rate") == 0.5
+
+
 def test_cost_flips_with_the_strategy() -> None:
     none = run("followup-after-filler-zh", strategy="none")
     structured = run("followup-after-filler-zh")

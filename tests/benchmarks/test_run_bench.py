@@ -7,6 +7,7 @@ the current request only).
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -49,10 +50,17 @@ def test_thousand_turns_flat_per_turn_cost(benchmark, tmp_path: Path) -> None:  
 
     def once() -> None:
         turn_end.clear()
-        start = time.perf_counter()
-        r = run_variant(sc, sc.variants[0], out_dir=tmp_path, on_step=on_step)
+        # Objects left by earlier tests would make the collector's full passes, and so the
+        # later turns, slower for reasons that have nothing to do with this run.
+        gc.collect()
+        gc.freeze()
+        try:
+            start = time.perf_counter()
+            r = run_variant(sc, sc.variants[0], out_dir=tmp_path, on_step=on_step)
+            done.append(time.perf_counter() - start)
+        finally:
+            gc.unfreeze()
         assert r.error is None, r.error
-        done.append(time.perf_counter() - start)
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     per_turn = {t: turn_end[t] - turn_end[t - 1] for t in range(2, 1001)}
