@@ -24,7 +24,9 @@ Per run (``run_metrics``):
 - ``trigger_lateness`` = mean over compactions of true tokens of the context when compaction
   fired / (trigger_ratio x the service's true window).
 - ``estimate_error`` = per admitted call (estimate - true) / true: signed mean, MAPE, p95 of
-  the absolute error; also per content kind of the request.
+  the absolute error; also per content kind of the request (``estimate_error_by_kind``: zh,
+  en, mixed or json, ``harnesslab.bench.record.content_kind``) and, in a suite summary, per
+  scenario locale.
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
   + output of summary calls), ``model_calls``.
 """
@@ -210,6 +212,10 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         "overflow_rate": Rate(len(overflows), len(calls) + len(overflows)).to_dict(),
         "trigger_lateness": _mean(lateness),
         "estimate_error": error_stats(errors),
+        "estimate_error_by_kind": {
+            k: error_stats([(e["estimate"] - e["true_input"]) / e["true_input"] for e in calls
+                            if e.get("kind") == k and e["true_input"]])
+            for k in sorted({e.get("kind", "") for e in calls})},
         "true_input_tokens": sum(e["true_input"] for e in calls),
         "compactions": len(compactions),
         "summary_tokens": sum(e["true_input"] + e["output_tokens"] for e in summary_calls),
@@ -275,6 +281,11 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             den = sum(r[name]["den"] for r in runs)
             out[name] = {"value": num / den if den else None, "ci": wilson(num, den),
                          "num": num, "den": den}
+        elif isinstance(v, dict) and "signed_mean" in v:
+            out[name] = {}
+            for stat in ("signed_mean", "mape", "p95"):
+                xs = [float(r[name][stat]) for r in runs if r[name][stat] is not None]
+                out[name][stat] = {"value": _mean(xs), "ci": bootstrap_mean(xs)}
         elif isinstance(v, int | float) or v is None:
             xs = [float(r[name]) for r in runs if r[name] is not None]
             out[name] = {"value": _mean(xs), "ci": bootstrap_mean(xs)}

@@ -147,11 +147,21 @@ class RecordWriter:
             e["request"] = ref
             if e["type"] in ("model_call", "overflow"):
                 e["present"] = self.declared.present(text)
+                e["kind"] = content_kind(text)
                 e["images"] = sum(1 for m in req.messages for _ in _images(m))
         if "reply" in e and isinstance(e["reply"], tuple):
             e["reply"] = [block_to_dict(b) for b in e["reply"]]
         self.record.events.append(e)
         self._write(e)
+
+
+def content_kind(text: str) -> str:
+    """The request's content kind for estimate-error breakdowns: zh, en or mixed by its script
+    (harnesslab.bench.tokenstats.script_kind), or json when it is mostly JSON punctuation."""
+    from harnesslab.bench.tokenstats import script_kind
+
+    braces = sum(text.count(c) for c in '{}":')
+    return "json" if braces * 8 > len(text) else script_kind(text)
 
 
 def _images(m: Message) -> Iterator[Block]:

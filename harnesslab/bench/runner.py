@@ -52,6 +52,7 @@ class RunResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     locale: str = ""
+    call_errors: list[float] = field(default_factory=list)  # (estimate - true) / true per call
 
     @property
     def expected(self) -> bool:
@@ -124,6 +125,8 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
             writer.emit(c.to_dict())
         result.verdict = verdict(result.checks, variant)
         result.metrics = run_metrics(writer.record, result.checks)
+        result.call_errors = [(e["estimate"] - e["true_input"]) / e["true_input"]
+                              for e in writer.record.of_type("model_call") if e["true_input"]]
         writer.emit({"type": "result", "expected": result.verdict.ok,
                      "unexpected": result.verdict.unexpected, "metrics": result.metrics})
     except Exception as e:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.metrics import aggregate, pass_hat_k
+from harnesslab.bench.metrics import aggregate, error_stats, pass_hat_k
 from harnesslab.bench.runner import RunResult
 
 
@@ -30,7 +30,12 @@ def summarize(results: Sequence[RunResult]) -> dict[str, Any]:
             "metrics": aggregate([r.metrics for r in runs if r.metrics]),
             "errors": [r.error for r in runs if r.error],
         })
-    return {"runs": len(results), "expected": all(r.expected for r in results), "rows": rows}
+    by_locale: dict[str, list[float]] = {}
+    for r in results:
+        for e in r.call_errors:
+            by_locale.setdefault(r.locale, []).append(e)
+    return {"runs": len(results), "expected": all(r.expected for r in results), "rows": rows,
+            "estimate_error_by_locale": {k: error_stats(v) for k, v in sorted(by_locale.items())}}
 
 
 def write_summary(results: Sequence[RunResult], out: Path) -> dict[str, Any]:
