@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harnesslab.cli import main
+from tests.markers import needs_tokenizers_extra
 
 REF = "帮我查订单 O-1001 为什么还没到，回答简单一点。"
 
@@ -68,6 +69,7 @@ def test_jsonl_messages(tmp_path: Path) -> None:
     assert out["messages"] == 2 and out["format"] == "jsonl"
 
 
+@needs_tokenizers_extra
 def test_table_output_names_every_tokenizer() -> None:
     p = run_cli("tokens", "-", "--tokenizer", "qwen2.5", "--tokenizer", "deepseek-v4", stdin=REF)
     assert p.returncode == 0
