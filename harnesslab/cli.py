@@ -124,8 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "tokens", help="compare bytes4/chars4 estimates with real tokenizers on files",
         description="Per file and content kind (zh, en, mixed, json), the bytes4 and chars4 "
         "estimates against each real tokenizer, with the ratio estimate/true. Reads plain text, "
-        "JSON and JSONL chat transcripts (OpenAI-style messages); '-' reads standard input and "
-        "strips exactly one trailing newline.")
+        "JSON and JSONL chat transcripts (OpenAI-style messages); '-' reads standard input. "
+        "Exactly one trailing newline is stripped from every input (echo and editors add it).")
     t.add_argument("paths", nargs="+", metavar="PATH")
     t.add_argument("--tokenizer", action="append", metavar="NAME",
                    help="a real tokenizer (repeatable): o200k_base, cl100k_base, qwen2.5, "

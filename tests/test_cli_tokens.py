@@ -32,11 +32,15 @@ def test_only_one_trailing_newline_is_stripped() -> None:
     assert json.loads(p.stdout)["files"][0]["total"]["bytes"] == 66
 
 
-def test_file_with_trailing_newline_counts_it(tmp_path: Path) -> None:
+def test_file_with_trailing_newline_counts_the_same(tmp_path: Path) -> None:
     f = tmp_path / "ref.txt"
     f.write_text(REF + "\n", encoding="utf-8")
-    p = run_cli("tokens", str(f), "--json")
-    assert json.loads(p.stdout)["files"][0]["total"]["bytes"] == 66
+    total = json.loads(run_cli("tokens", str(f), "--json").stdout)["files"][0]["total"]
+    assert (total["bytes"], total["bytes4"], total["o200k_base"], total["cl100k_base"]) == \
+        (65, 16, 17, 26)
+    f.write_text(REF + "\n\n", encoding="utf-8")
+    assert json.loads(run_cli("tokens", str(f), "--json").stdout)["files"][0]["total"][
+        "bytes"] == 66
 
 
 def test_transcript_kinds_and_request_rules(tmp_path: Path) -> None:

@@ -2,9 +2,9 @@
 
 Inputs: plain text, a JSON file (an OpenAI-style message list, or an object with ``messages``
 and optional ``tools``; any other JSON counts as one JSON text), or JSONL (one message, one
-``{"messages": ...}`` conversation, or any JSON value per line). ``-`` reads standard input
-and strips exactly one trailing newline (``\\n`` or ``\\r\\n``), so that ``echo`` and a file
-saved by an editor give the same count as ``printf '%s'``.
+``{"messages": ...}`` conversation, or any JSON value per line). ``-`` reads standard input.
+Exactly one trailing newline (``\\n`` or ``\\r\\n``) is stripped from every input, so that
+``echo`` and a file saved by an editor give the same count as ``printf '%s'``.
 
 Content kinds, per text piece (a message's text, a tool call's arguments, a tool result, the
 tool schemas, or a whole plain-text file):
@@ -250,12 +250,12 @@ def read_source(path: str, fmt: Format = "auto", stdin: Any = None) -> Source:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text (byte {e.start})", file=label) from None
-    if path == "-":
-        # Exactly one trailing newline is a transport artefact (echo, heredocs), not content.
-        if text.endswith("\r\n"):
-            text = text[:-2]
-        elif text.endswith("\n"):
-            text = text[:-1]
+    # Exactly one trailing newline is a transport artefact (echo, heredocs, an editor's final
+    # newline), not content: standard input and plain-text files lose it.
+    if text.endswith("\r\n"):
+        text = text[:-2]
+    elif text.endswith("\n"):
+        text = text[:-1]
     return parse_source(label, text, fmt)
 
 
