@@ -82,8 +82,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from harnesslab.bench.suite import write_summary
 
     results = []
-    progress = None if args.json or not sys.stderr.isatty() else __import__("tqdm").tqdm(
-        total=len(tasks), unit="run", file=sys.stderr)
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(tasks), unit="run", file=sys.stderr)
     for p, sc, v, seed in tasks:
         results.append(run_variant(sc, v, seed=seed, source=p, out_dir=out, cli_set=cli_set))
         if progress is not None:

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from harnesslab.errors import InputError
 from harnesslab.messages import (
-    Block,
     Message,
     Request,
     ToolSchema,
     block_texts,
     block_to_dict,
     message_from_dict,
+    message_images,
     message_to_dict,
 )
 
@@ -148,7 +148,7 @@ class RecordWriter:
             if e["type"] in ("model_call", "overflow"):
                 e["present"] = self.declared.present(text)
                 e["kind"] = content_kind(text)
-                e["images"] = sum(1 for m in req.messages for _ in _images(m))
+                e["images"] = sum(1 for m in req.messages for _ in message_images(m))
         if "reply" in e and isinstance(e["reply"], tuple):
             e["reply"] = [block_to_dict(b) for b in e["reply"]]
         self.record.events.append(e)
@@ -162,12 +162,6 @@ def content_kind(text: str) -> str:
 
     braces = sum(text.count(c) for c in '{}":')
     return "json" if braces * 8 > len(text) else script_kind(text)
-
-
-def _images(m: Message) -> Iterator[Block]:
-    from harnesslab.messages import message_images
-
-    return message_images(m)
 
 
 @dataclass
