@@ -205,6 +205,15 @@ class Variant(_Strict):
     expect_fail: list[str] = Field(default_factory=list, description="Check kinds (at least "
                                    "one such check fails) or check ids s<step>.<kind> (that "
                                    "check fails); every other check must pass")
+    expect: Literal["pass"] | None = Field(default=None, description="'pass': every check is "
+                                           "expected to pass (the default when expect_fail is "
+                                           "empty)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Variant:
+        if self.expect == "pass" and self.expect_fail:
+            raise ValueError("expect: pass contradicts a non-empty expect_fail")
+        return self
 
 
 class Scenario(_Strict):

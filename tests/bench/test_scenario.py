@@ -92,6 +92,15 @@ def test_malformed_scenarios_are_one_line(tmp_path: Path, old: str, new: str,
     assert "\n" not in str(e.value)
 
 
+def test_expect_pass_is_accepted_and_checked(tmp_path: Path) -> None:
+    sc = load_scenario(write(tmp_path, GOOD.replace("  - name: default",
+                                                    "  - name: default\n    expect: pass")))
+    assert sc.variants[0].expect == "pass"
+    with pytest.raises(InputError, match=r"s\.yaml:20: variants\[0\]: expect: pass contradicts"):
+        load_scenario(write(tmp_path, GOOD.replace(
+            "  - name: default", "  - name: default\n    expect: pass\n    expect_fail: [called]")))
+
+
 def test_cli_reports_a_bad_scenario_in_one_line_exit_2(tmp_path: Path) -> None:
     p = write(tmp_path, GOOD.replace("{act: order_status,", "{act: order_stats,"))
     proc = subprocess.run([sys.executable, "-m", "harnesslab.cli", "run", str(p), "--out",
