@@ -43,6 +43,17 @@ def _cmd_tokens(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
 def _parse_sets(items: list[str] | None) -> dict[str, object]:
     from harnesslab.bench.settings import parse_value
 
@@ -147,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a setting for every variant (repeatable), e.g. "
                    "context_size=8192, strategy=truncate, service=qwen-131k")
     r.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    r.add_argument("--seeds", type=int, default=1, help="how many seeds (default 1)")
+    r.add_argument("--seeds", type=_positive_int, default=1, help="how many seeds (default 1)")
     r.add_argument("--variant", action="append", metavar="NAME", help="only these variants")
     r.add_argument("--out", default="runs/latest", metavar="DIR",
                    help="where records and summary.json go (default runs/latest)")

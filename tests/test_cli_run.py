@@ -59,6 +59,13 @@ def test_bad_set_value_is_one_line_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 2 and "expected key=value" in p.stderr
 
 
+def test_bad_seed_counts_are_one_line_exit_2(tmp_path: Path) -> None:
+    p = cli("run", SCENARIO, "--out", str(tmp_path), "--seeds", "0")
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("harnesslab run: error: argument --seeds: expected a positive "
+                                "whole number, got '0'")
+
+
 def test_show_prints_what_the_model_saw(tmp_path: Path) -> None:
     assert cli("run", SCENARIO, "--out", str(tmp_path), "--variant", "default").returncode == 0
     rec = tmp_path / "followup-after-filler-zh" / "default" / "seed0.jsonl"
