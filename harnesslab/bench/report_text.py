@@ -28,16 +28,12 @@ def format_results(results: Sequence[RunResult]) -> str:
     rows = [head]
     for row in summary["rows"]:
         m = row["metrics"]
-        mape = "-"
-        per_run = [r.metrics.get("estimate_error", {}) for r in results
-                   if r.scenario == row["scenario"] and r.variant == row["variant"] and r.metrics]
-        mapes = [e["signed_mean"] for e in per_run if e.get("signed_mean") is not None]
-        if mapes:
-            mape = f"{sum(mapes) / len(mapes):+.2f}"
+        signed = (m.get("estimate_error") or {}).get("signed_mean", {}).get("value")
+        err = "-" if signed is None else f"{signed:+.2f}"
         comp = m.get("compactions", {}).get("value")
         rows.append([row["scenario"], row["variant"], f"{row['checks_passed']}/{row['checks']}",
                      "as expected" if row["expected"] else "UNEXPECTED",
-                     *(_rate(m, c[0]) for c in COLUMNS), mape,
+                     *(_rate(m, c[0]) for c in COLUMNS), err,
                      "-" if comp is None else f"{comp:g}"])
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
