@@ -28,7 +28,7 @@ from harnesslab.bench.settings import Settings, resolve_settings
 from harnesslab.harness.agent import ReferenceHarness
 from harnesslab.messages import DataBlock, Message, Request
 from harnesslab.sim.endpoint import Endpoint
-from harnesslab.sim.filler import make_filler
+from harnesslab.sim.filler import exchanges, make_filler
 from harnesslab.sim.intents import CONSTRAINT_PHRASES
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.service import SimulatedService
@@ -165,14 +165,27 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             writer.emit({"type": "advance", "by": step.advance,
                          "now": world.clock.now().isoformat()})
         elif isinstance(step, FillerStep):
-            cfg = s.harness
-            target = step.filler.times_trigger * cfg.trigger_ratio * cfg.context_size
-            pairs = make_filler(harness.rule, target, step.filler.locale or sc.locale, seed,
-                                start=fillers)
+            cfg, spec = s.harness, step.filler
+            locale = spec.locale or sc.locale
+            if spec.times_trigger is not None:
+                target = spec.times_trigger * cfg.trigger_ratio * cfg.context_size
+                pairs = make_filler(harness.rule, target, locale, seed, start=fillers)
+                for pair in pairs:
+                    harness.inject(pair)
+                    harness.maintain()
+            else:
+                assert spec.fill_to is not None
+                target = spec.fill_to * cfg.trigger_tokens
+                pairs = []
+                for pair in exchanges(locale, seed, start=fillers):
+                    now = harness.estimate(harness.request())
+                    adds = harness.rule.finalize(sum(harness.rule.message_units(m)
+                                                     for m in pair))
+                    if now + adds >= target:
+                        break
+                    harness.inject(pair)
+                    pairs.append(pair)
             fillers += len(pairs)
-            for pair in pairs:
-                harness.inject(pair)
-                harness.maintain()
             msgs: tuple[Message, ...] = tuple(m for p in pairs for m in p)
             est_units = sum(harness.rule.message_units(m) for m in msgs)
             true = SimulatedService(s.service, cache).count_input(Request(system="", messages=msgs))

@@ -146,10 +146,20 @@ class AdvanceStep(_Strict):
 
 
 class FillerSpec(_Strict):
-    times_trigger: float = Field(gt=0, le=50, description="Filler size as a multiple of "
-                                 "trigger_ratio x context_size, in the harness's estimator")
+    times_trigger: float | None = Field(default=None, gt=0, le=50, description="Filler size as "
+                                        "a multiple of trigger_ratio x context_size, in the "
+                                        "harness's estimator")
+    fill_to: float | None = Field(default=None, gt=0, lt=1, description="Instead: add filler "
+                                  "until the whole context's estimate reaches this fraction of "
+                                  "the trigger, staying below it (no compaction during filler)")
     locale: Literal["zh", "en"] | None = Field(default=None, description="Default: the "
                                                "scenario's locale")
+
+    @model_validator(mode="after")
+    def _one(self) -> FillerSpec:
+        if (self.times_trigger is None) == (self.fill_to is None):
+            raise ValueError("a filler states exactly one of times_trigger or fill_to")
+        return self
 
 
 class FillerStep(_Strict):

@@ -1,0 +1,55 @@
+"""The runner's step kinds: fillers sized by multiple of the trigger or filled up to just below
+it, clock advances, and failed runs recorded as results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harnesslab.bench.record import Record
+from harnesslab.bench.runner import run_variant
+from harnesslab.bench.scenario import FillerSpec, Variant, bundled_dir, load_scenario
+
+
+def test_fill_to_stays_below_the_trigger_and_close_to_it(tmp_path: Path) -> None:
+    sc = load_scenario(bundled_dir() / "reserve-below-head-zh.yaml")
+    r = run_variant(sc, Variant(name="larger-reserve", set={"reserve_ratio": 0.4}),
+                    out_dir=tmp_path)
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    assert not [c for c in rec.of_type("compaction") if c["step"] == 2]
+    first_call_of_turn = next(e for e in rec.of_type("model_call") if e["step"] == 3)
+    trigger = 0.8 * 3000
+    # The filled context plus the new question sits just around the trigger.
+    assert 0.95 * trigger < first_call_of_turn["estimate"] < 1.05 * trigger
+
+
+def test_times_trigger_filler_crosses_the_trigger(tmp_path: Path) -> None:
+    sc = load_scenario(bundled_dir() / "followup-after-filler-zh.yaml")
+    r = run_variant(sc, Variant(name="default"), out_dir=tmp_path)
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    filler = rec.of_type("filler")[0]
+    assert filler["estimate"] >= filler["target"] == 1.5 * 0.8 * 8192
+    assert filler["true_tokens"] > 0
+    assert [c for c in rec.of_type("compaction") if c["step"] == 2]
+
+
+def test_a_filler_states_one_size() -> None:
+    with pytest.raises(ValueError, match="exactly one of times_trigger or fill_to"):
+        FillerSpec(times_trigger=1.0, fill_to=0.9)
+    with pytest.raises(ValueError, match="exactly one of times_trigger or fill_to"):
+        FillerSpec()
+
+
+def test_a_crash_is_a_recorded_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harnesslab.harness import agent
+
+    def boom(self: object, text: str, images: object = ()) -> object:
+        raise RuntimeError("harness exploded")
+
+    monkeypatch.setattr(agent.ReferenceHarness, "turn", boom)
+    sc = load_scenario(bundled_dir() / "followup-o1001-zh.yaml")
+    r = run_variant(sc, Variant(name="default"), out_dir=tmp_path)
+    assert r.error == "RuntimeError: harness exploded" and not r.expected
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    assert rec.of_type("run_error")[0]["error"] == "RuntimeError: harness exploded"
