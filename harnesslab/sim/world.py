@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 from itertools import pairwise
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harnesslab.sim.intents import ID_PATTERNS, Slot
 
@@ -41,6 +41,17 @@ def format_duration(td: timedelta) -> str:
     return f"{s}s"
 
 
+def _require_offset(v: datetime) -> datetime:
+    if v.tzinfo is None:
+        raise ValueError("needs a UTC offset, e.g. 2026-11-28T10:00:00+08:00")
+    return v
+
+
+# A time in a world file: ISO-8601 with an offset, since the world's truth and the harness's
+# hints are compared across timezones.
+AwareTime = Annotated[datetime, AfterValidator(_require_offset)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -52,18 +63,11 @@ class UserSpec(_Strict):
 
 
 class TimelineEvent(_Strict):
-    at: datetime = Field(description="When this becomes the truth (ISO-8601 with offset)")
+    at: AwareTime = Field(description="When this becomes the truth (ISO-8601 with offset)")
     status: str = Field(description="e.g. shipped, in_transit, delayed, out_for_delivery, "
                         "delivered")
     eta: date | None = Field(default=None, description="Expected delivery date, if known")
     location: str = Field(default="", description="Where the parcel is")
-
-    @field_validator("at")
-    @classmethod
-    def _aware(cls, v: datetime) -> datetime:
-        if v.tzinfo is None:
-            raise ValueError("needs a UTC offset, e.g. 2026-11-28T10:00:00+08:00")
-        return v
 
 
 class OrderSpec(_Strict):
@@ -107,20 +111,13 @@ DEFAULT_MAX_AGE: dict[str, str | None] = {
 class WorldSpec(_Strict):
     """The world a scenario runs in."""
 
-    now: datetime = Field(description="The clock's start (ISO-8601 with offset)")
+    now: AwareTime = Field(description="The clock's start (ISO-8601 with offset)")
     users: dict[str, UserSpec] = Field(default_factory=dict)
     orders: dict[str, OrderSpec] = Field(default_factory=dict)
     kb: dict[str, PolicySpec] = Field(default_factory=dict, description="Policies by topic")
     tools: dict[str, ToolSpec] = Field(default_factory=dict, description="Per-tool max_age "
                                        "overrides")
     trace_events: int = Field(default=400, ge=1, description="Events in a logistics trace")
-
-    @field_validator("now")
-    @classmethod
-    def _aware(cls, v: datetime) -> datetime:
-        if v.tzinfo is None:
-            raise ValueError("needs a UTC offset, e.g. 2026-11-28T10:00:00+08:00")
-        return v
 
     @model_validator(mode="after")
     def _ids(self) -> WorldSpec:
