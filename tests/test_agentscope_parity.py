@@ -9,24 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from harnesslab.bench.record import Record
 from harnesslab.bench.runner import run_scenario_file
 from harnesslab.bench.scenario import bundled_dir
 from harnesslab.messages import (
-    DataBlock,
-    HintBlock,
-    Message,
-    Part,
     Request,
-    TextBlock,
-    ThinkingBlock,
-    ToolCallBlock,
-    ToolResultBlock,
 )
 from harnesslab.tokens import Bytes4Rule, count_request
 
@@ -34,62 +24,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.agentscope]
 agentscope = pytest.importorskip("agentscope", reason="pip install -e '.[agentscope]'")
 
 from agentscope import message as am  # noqa: E402
-from agentscope.model import ChatModelBase  # noqa: E402
 
-
-class _Params(BaseModel):
-    pass
-
-
-class _Counter(ChatModelBase):  # type: ignore[misc]
-    async def _call_api(self, *args: Any, **kwargs: Any) -> Any:  # never called here
-        raise AssertionError
-
-
-def _part(p: Part) -> Any:
-    if isinstance(p, TextBlock):
-        return am.TextBlock(text=p.text)
-    return am.DataBlock(source=am.Base64Source(data=p.source, media_type=p.media_type),
-                        name=p.name or None)
-
-
-def _parts(v: str | tuple[Part, ...]) -> Any:
-    return v if isinstance(v, str) else [_part(p) for p in v]
-
-
-def _block(b: Any) -> Any:
-    if isinstance(b, TextBlock):
-        return am.TextBlock(text=b.text)
-    if isinstance(b, ThinkingBlock):
-        return am.ThinkingBlock(thinking=b.thinking)
-    if isinstance(b, HintBlock):
-        return am.HintBlock(hint=_parts(b.hint), source=b.source or None)
-    if isinstance(b, ToolCallBlock):
-        return am.ToolCallBlock(id=b.id, name=b.name, input=b.input)
-    if isinstance(b, ToolResultBlock):
-        return am.ToolResultBlock(id=b.id, name=b.name, output=_parts(b.output))
-    assert isinstance(b, DataBlock)
-    return _part(b)
-
-
-def _msg(m: Message) -> Any:
-    blocks = list(m.content)
-    if m.role == "user":
-        # AgentScope's user messages hold text and data only; a hint there (our Codex bridge)
-        # is counted the same as text.
-        blocks = [TextBlock(b.hint) if isinstance(b, HintBlock) and isinstance(b.hint, str)
-                  else b for b in blocks]
-    return am.Msg(name=m.name or m.role, role=m.role, content=[_block(b) for b in blocks])
+from tests.agentscope_support import offline_model, to_agentscope  # noqa: E402
 
 
 def agentscope_count(r: Request) -> int:
     """What AgentScope's _prepare_model_input + count_tokens give for this request."""
-    model = _Counter(credential=None, model="count", parameters=_Params(), stream=False,
-                     max_retries=0, context_size=32768)
+    model = offline_model()
     msgs = [am.Msg(name="system", role="system", content=[am.TextBlock(text=r.system)])]
     if r.summary:
         msgs.append(am.Msg(name="user", role="user", content=[am.TextBlock(text=r.summary)]))
-    msgs += [_msg(m) for m in r.messages]
+    msgs += [to_agentscope(m) for m in r.messages]
     tools = [t.to_dict() for t in r.tools] or None
     n: int = asyncio.run(model.count_tokens(msgs, tools))
     return n

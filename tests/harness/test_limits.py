@@ -27,6 +27,7 @@ from harnesslab.messages import (
     ToolResultBlock,
 )
 from harnesslab.tokens import bytes4
+from tests.agentscope_support import offline_model, require_agentscope
 from tests.harness.support import TRACE, results, rig
 
 MARKER = ("\n<<<TRUNCATED>>>\n<system-reminder>The remaining content has been omitted for "
@@ -246,22 +247,12 @@ def test_harness_limits_images_before_every_compaction_check() -> None:
 @pytest.fixture(scope="module")
 def agentscope_agent() -> Callable[[int, int], Any]:
     """A factory of AgentScope 2.0.11 agents with a given tool_result_limit / max_image_num."""
-    pytest.importorskip("agentscope", reason="pip install -e '.[agentscope]'")
+    require_agentscope()
     from agentscope.agent import Agent, ContextConfig
-    from agentscope.model import ChatModelBase
-    from pydantic import BaseModel
-
-    class Params(BaseModel):
-        pass
-
-    class Model(ChatModelBase):  # type: ignore[misc]
-        async def _call_api(self, *args: Any, **kwargs: Any) -> Any:
-            raise AssertionError("never called")
 
     def make(tool_result_limit: int, max_image_num: int) -> Any:
-        model = Model(credential=None, model="m", parameters=Params(), stream=False,
-                      max_retries=0, context_size=32768)
-        return Agent(name="agent", system_prompt="s", model=model, context_config=ContextConfig(
+        return Agent(name="agent", system_prompt="s", model=offline_model(),
+                     context_config=ContextConfig(
             tool_result_limit=tool_result_limit, max_image_num=max_image_num))
 
     return make

@@ -22,6 +22,7 @@ from harnesslab.messages import (
     ToolResultBlock,
 )
 from harnesslab.tokens import Bytes4Rule
+from tests.agentscope_support import offline_model, require_agentscope, to_agentscope
 from tests.harness.support import rig
 
 RULE = Bytes4Rule()
@@ -317,31 +318,8 @@ def test_harness_split_counts_system_summary_and_tools() -> None:
 @pytest.fixture(scope="module")
 def agentscope_split() -> Callable[[list[Message], float, int], Split]:
     """AgentScope 2.0.11's own ``Agent._split_context_for_compression``, on our messages."""
-    pytest.importorskip("agentscope", reason="pip install -e '.[agentscope]'")
-    from agentscope import message as am
+    require_agentscope()
     from agentscope.agent import Agent
-    from agentscope.model import ChatModelBase
-    from pydantic import BaseModel
-
-    class Params(BaseModel):
-        pass
-
-    class Model(ChatModelBase):  # type: ignore[misc]
-        async def _call_api(self, *args: Any, **kwargs: Any) -> Any:
-            raise AssertionError("never called")
-
-    def to_am(m: Message) -> Any:
-        blocks: list[Any] = []
-        for b in m.content:
-            if isinstance(b, ToolCallBlock):
-                blocks.append(am.ToolCallBlock(id=b.id, name=b.name, input=b.input))
-            elif isinstance(b, ToolResultBlock):
-                assert isinstance(b.output, str)
-                blocks.append(am.ToolResultBlock(id=b.id, name=b.name, output=b.output))
-            else:
-                assert isinstance(b, TextBlock)
-                blocks.append(am.TextBlock(text=b.text))
-        return am.Msg(name=m.role, role=m.role, content=blocks, id=m.id)
 
     def from_am(m: Any) -> Message:
         blocks: list[Block] = []
@@ -355,10 +333,8 @@ def agentscope_split() -> Callable[[list[Message], float, int], Split]:
         return Message(m.role, tuple(blocks), id=m.id)
 
     def run(context: list[Message], budget: float, head: int) -> Split:
-        model = Model(credential=None, model="m", parameters=Params(), stream=False,
-                      max_retries=0, context_size=32768)
-        agent = Agent(name="agent", system_prompt="s" * head, model=model)
-        agent.state.context = [to_am(m) for m in context]
+        agent = Agent(name="agent", system_prompt="s" * head, model=offline_model())
+        agent.state.context = [to_agentscope(m) for m in context]
         comp, keep = asyncio.run(agent._split_context_for_compression(budget, []))
         return Split(tuple(from_am(m) for m in comp), tuple(from_am(m) for m in keep))
 
