@@ -9,7 +9,6 @@ from typing import Any
 
 from harnesslab.bench.record import Record
 from harnesslab.bench.scenario import Expect, Scenario, UserStep, Variant
-from harnesslab.messages import Request, block_texts
 
 
 @dataclass(frozen=True)
@@ -31,13 +30,8 @@ class Verdict:
     unexpected: list[str]    # what went against the expectation, one line each
 
 
-def request_text(r: Request) -> str:
-    return "\n".join([r.system, r.summary,
-                      *(t for m in r.messages for b in m.content for t in block_texts(b))])
-
-
 def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
-    return [e for e in rec.events if e["type"] in ("model_call", "overflow") and e["step"] == step]
+    return rec.in_step(step, "model_call", "overflow")
 
 
 def _last_answer_call(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:
@@ -87,7 +81,7 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
     if expect.min_chars is not None:
         add("min_chars", len(reply) >= expect.min_chars,
             f"{len(reply)} chars (min {expect.min_chars})")
-    called = [e["name"] for e in rec.events if e["type"] == "tool_call" and e["step"] == step]
+    called = [e["name"] for e in rec.in_step(step, "tool_call")]
     if expect.called:
         missing = [t for t in expect.called if t not in called]
         add("called", not missing, f"called {called}")
@@ -108,7 +102,7 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         add("no_leak", not leaks, f"leaked {leaks}" if leaks else "no leak")
     if expect.request_contains:
         calls = [e for e in _turn_calls(rec, step) if "request" in e]
-        text = request_text(rec.request(calls[-1]["request"])) if calls else ""
+        text = rec.request_text(calls[-1]["request"]) if calls else ""
         missing = [s for s in expect.request_contains if s not in text]
         add("request_contains", not missing, f"missing {missing}" if missing else "present")
     if expect.max_images is not None:
@@ -126,7 +120,7 @@ def private_values(rec: Record) -> dict[str, list[str]]:
 def leaks_in_step(rec: Record, step: int, reply: str) -> list[str]:
     found: set[str] = set()
     others = private_values(rec)
-    texts = [reply] + [request_text(rec.request(e["request"])) for e in _turn_calls(rec, step)
+    texts = [reply] + [rec.request_text(e["request"]) for e in _turn_calls(rec, step)
                        if "request" in e]
     for user, vals in others.items():
         for v in vals:

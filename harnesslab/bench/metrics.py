@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from harnesslab.bench.checks import CheckOutcome, leaks_in_step, request_text
+from harnesslab.bench.checks import CheckOutcome, leaks_in_step
 from harnesslab.bench.record import Record
 from harnesslab.messages import ToolResultBlock
 from harnesslab.sim.intents import ID_PATTERNS, REF
@@ -144,7 +144,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     for comp in rec.of_type("compaction"):
         if not comp.get("summary"):
             continue
-        source = request_text(rec.request(comp["request"]))
+        source = rec.request_text(comp["request"])
         for found in _ANY_ID.findall(comp["summary"]):
             sef[1] += 1
             sef[0] += found in source

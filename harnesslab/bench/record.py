@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -38,6 +38,16 @@ def _dumps(obj: Any) -> str:
 
 def _h(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def message_text(m: Message) -> str:
+    return "\n".join(t for b in m.content for t in block_texts(b))
+
+
+def serialized_text(system: str, summary: str, message_texts: Iterable[str]) -> str:
+    """The counted texts of a request, in order: what presence, leak and containment checks
+    search. Built from per-message texts so a writer can reuse the ones it has cached."""
+    return "\n".join([system, summary, *message_texts])
 
 
 @dataclass
@@ -97,7 +107,7 @@ class RecordWriter:
         h = "m" + _h(js)
         if h not in self.record.blobs:
             self._blob("message", h, d)
-        text = "\n".join(t for b in m.content for t in block_texts(b))
+        text = message_text(m)
         self._msg[id(m)] = (m, h, js, text)
         return h, js, text
 
@@ -130,12 +140,14 @@ class RecordWriter:
                      + _dumps(r.output_budget) + ',"session_id":' + _dumps(r.session_id)
                      + ',"summary":' + _dumps(r.summary) + ',"system":' + _dumps(r.system)
                      + ',"tools":' + _dumps(tools) + "}")
+        sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         ref = {"system": self._text("system", r.system), "summary": self._text("summary", r.summary),
                "messages": [p[0] for p in parts], "tools": self._tools(r.tools),
                "output_budget": r.output_budget, "session_id": r.session_id,
-               "meta": [list(kv) for kv in r.meta],
-               "sha256": hashlib.sha256(canonical.encode("utf-8")).hexdigest()}
-        text = "\n".join([r.system, r.summary, *(p[2] for p in parts)])
+               "meta": [list(kv) for kv in r.meta], "sha256": sha}
+        text = serialized_text(r.system, r.summary, (p[2] for p in parts))
+        # The record asks for this text again (leaks, containment): it is already built.
+        self.record._texts[sha] = text
         return ref, text
 
     def emit(self, event: dict[str, Any]) -> None:
@@ -170,9 +182,30 @@ class Record:
     events: list[dict[str, Any]]
     blobs: dict[str, Any]
     _messages: dict[str, Message] = field(default_factory=dict)
+    _texts: dict[str, str] = field(default_factory=dict)
+    _by_step: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    _indexed: int = 0  # how many events _by_step covers (the writer keeps appending)
 
     def of_type(self, *kinds: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] in kinds]
+
+    def in_step(self, step: int, *kinds: str) -> list[dict[str, Any]]:
+        """The events of one step, of the given types: checks and metrics ask this per turn,
+        so the events are indexed by step once instead of scanned for every question."""
+        for e in self.events[self._indexed:]:
+            self._by_step.setdefault(e.get("step", 0), []).append(e)
+        self._indexed = len(self.events)
+        return [e for e in self._by_step.get(step, []) if e["type"] in kinds]
+
+    def request_text(self, ref: Mapping[str, Any]) -> str:
+        """The counted texts of a stored request (system, summary, every block), built once
+        per request: leak, presence and containment questions all read it."""
+        text = self._texts.get(ref["sha256"])
+        if text is None:
+            r = self.request(ref)
+            text = self._texts[ref["sha256"]] = serialized_text(
+                r.system, r.summary, (message_text(m) for m in r.messages))
+        return text
 
     def message(self, h: str) -> Message:
         m = self._messages.get(h)
