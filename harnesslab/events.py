@@ -24,8 +24,3 @@ class ListSink:
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind]
-
-
-class NullSink:
-    def emit(self, event: dict[str, Any]) -> None:
-        return None

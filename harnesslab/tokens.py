@@ -21,7 +21,7 @@ import json
 import math
 import os
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -489,15 +489,3 @@ def count_request(rule: CountRule, request: Request) -> int:
     units = rule.head_units(request.system, request.summary, request.tools)
     units += sum(rule.message_units(m) for m in request.messages)
     return rule.finalize(units)
-
-
-def estimate_texts(name: str, texts: Iterable[str], cache: TokenCache | None = None) -> int:
-    """An estimator or tokenizer applied to loose texts (no messages, no overhead)."""
-    items = list(texts)
-    if name == "bytes4":
-        return bytes4("".join(items))
-    if name == "chars4":
-        return chars4("".join(items))
-    tok = (cache or TokenCache()).tokenizer(name)
-    return sum(tok.count(t) for t in items)
-

@@ -124,11 +124,6 @@ class Expect(_Strict):
         return out
 
 
-CHECK_KINDS = ("answered", "mentions", "not_mentions", "max_chars", "min_chars", "called",
-               "not_called", "fresh_fact", "resolves", "no_leak", "request_contains",
-               "max_images")
-
-
 class UserStep(_Strict):
     user: str = Field(description="The user's utterance, verbatim (must be in the lexicon)")
     images: int = Field(default=0, ge=0, description="Images attached to the message")

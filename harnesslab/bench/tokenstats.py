@@ -41,6 +41,8 @@ from harnesslab.messages import (
     ToolCallBlock,
     ToolResultBlock,
     ToolSchema,
+    block_data_count,
+    block_texts,
     tools_json,
 )
 from harnesslab.tokens import (
@@ -272,8 +274,6 @@ def _block_pieces(b: Block) -> Iterator[tuple[Kind, str]]:
         for o in outs:
             yield ("json" if _json_like(o) else script_kind(o)), o
     else:
-        from harnesslab.messages import block_texts
-
         for t in block_texts(b):
             yield script_kind(t), t
 
@@ -289,8 +289,6 @@ def pieces(src: Source) -> Iterator[tuple[Kind, str]]:
 
 
 def _data_blocks(src: Source) -> int:
-    from harnesslab.messages import block_data_count
-
     return sum(block_data_count(b) for r in src.requests for m in r.messages for b in m.content)
 
 

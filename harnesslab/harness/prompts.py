@@ -10,7 +10,6 @@ are short, fixed protocol strings whose exact length the estimator sees.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -151,7 +150,3 @@ def load_prompts(profile: str) -> Prompts:
         return _agentscope()
     raise InputError(f"unknown prompts profile {profile!r}; expected default or agentscope",
                      field="prompts")
-
-
-def dumps_schema(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, ensure_ascii=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 from itertools import pairwise
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -192,6 +192,3 @@ class World:
 
     def max_age(self, tool: str) -> timedelta | None:
         return self.spec.max_age(tool)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"now": self.clock.now().isoformat()}
