@@ -258,6 +258,8 @@ class PinnedCompaction(AgentScopeCompaction):
         self._entities: dict[str, int] = {}       # id -> order of last mention
         self._constraints: dict[Constraint, int] = {}
         self._tick = 0
+        self._last: tuple[Message, ...] | None = None  # the context decorated last time
+        self._board: Message | None = None
 
     def _scan(self, m: Message) -> None:
         if id(m) in self._seen:
@@ -287,15 +289,23 @@ class PinnedCompaction(AgentScopeCompaction):
                         self._constraints[value] = self._tick
 
     def decorate(self, h: ReferenceHarness, messages: History) -> tuple[Message, ...]:
-        for m in messages:
+        # Scan only what is new since the last call when the context says what it extends.
+        start = messages.shared if isinstance(messages, History) and \
+            messages.base is self._last else 0
+        for m in messages[start:]:
             self._scan(m)
+        self._last = messages
         if not self._entities and not self._constraints:
             return messages
         tags = [constraint_tag(c) for c, _ in sorted(self._constraints.items(), key=lambda x: x[1])]
         ids = [e for e, _ in sorted(self._entities.items(), key=lambda x: x[1])]
         text = "[pinned] " + " ".join(tags) + (" entities: " + " ".join(ids) if ids else "")
-        board = Message("assistant", (HintBlock(text, source="pinned"),), name="pinned")
-        return (board, *messages)
+        if self._board is None or self._board.content[0] != HintBlock(text, source="pinned"):
+            # A new board only when its text changes: the same object lets counters compare
+            # the decorated requests by identity.
+            self._board = Message("assistant", (HintBlock(text, source="pinned"),),
+                                  name="pinned")
+        return (self._board, *messages)
 
 
 @register("codex")
