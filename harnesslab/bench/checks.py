@@ -40,15 +40,19 @@ def _last_answer_call(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | Non
     return calls[-1] if calls else None
 
 
-def _age_ok(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[bool, str]:
+def fresh_at(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[bool, str]:
+    """Whether the fact an answer cites is within its tool's max_age at ``now`` (world clock),
+    with the reason: the one definition the fresh_fact check and the stale-fact rate share."""
     if not cited or cited.get("error"):
         return False, "the answer cites no fact"
+    max_age = rec.header["max_ages"].get(cited.get("tool", ""))
     as_of = cited.get("as_of")
+    if max_age is None:
+        return True, f"fact from {as_of}; its tool's results never go stale"
     if not as_of:
         return False, "the cited fact has no as_of"
-    max_age = rec.header["max_ages"].get(cited.get("tool", ""))
     age = now - datetime.fromisoformat(as_of)
-    if max_age is None or age <= timedelta(seconds=max_age):
+    if age <= timedelta(seconds=max_age):
         return True, f"fact from {as_of}, age {age}"
     return False, f"stale: fact from {as_of} is {age} old at {now.isoformat()} " \
                   f"(max_age {timedelta(seconds=max_age)})"
@@ -89,7 +93,7 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         bad = [t for t in expect.not_called if t in called]
         add("not_called", not bad, f"called {called}")
     if expect.fresh_fact is not None:
-        ok, detail = _age_ok(rec, ann.get("cited"), now) if not turn["failed"] else \
+        ok, detail = fresh_at(rec, ann.get("cited"), now) if not turn["failed"] else \
             (False, "turn failed")
         add("fresh_fact", ok == expect.fresh_fact, detail)
     if expect.resolves is not None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from harnesslab.bench.checks import CheckOutcome, leaks_in_step
+from harnesslab.bench.checks import CheckOutcome, fresh_at, leaks_in_step
 from harnesslab.bench.record import Record
 from harnesslab.messages import ToolResultBlock
 from harnesslab.sim.intents import ID_PATTERNS, REF
@@ -157,10 +157,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         if t["failed"] or ann.get("kind") != "answer" or not cited or cited.get("error"):
             continue
         stale[1] += 1
-        ma = max_ages.get(cited.get("tool", ""))
-        if ma is not None and (not cited.get("as_of") or datetime.fromisoformat(t["now"])
-                               - datetime.fromisoformat(cited["as_of"]) > timedelta(seconds=ma)):
-            stale[0] += 1
+        stale[0] += not fresh_at(rec, cited, datetime.fromisoformat(t["now"]))[0]
     wasted = [0, 0]
     now_of_step = {t["step"]: datetime.fromisoformat(t["now"]) for t in turns}
     for e in calls:
