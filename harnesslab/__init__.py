@@ -12,9 +12,11 @@ from harnesslab.errors import (
     OverflowDetail,
     TokenizerUnavailable,
 )
-from harnesslab.harness.agent import ReferenceHarness, TurnResult
+from harnesslab.harness.agent import ReferenceHarness
+from harnesslab.harness.base import Harness, HarnessBase, HarnessContext, Session, TurnResult
 from harnesslab.harness.compaction import STRATEGIES
 from harnesslab.harness.config import HarnessConfig
+from harnesslab.harness.registry import HARNESSES, load_harness, register_harness
 from harnesslab.messages import (
     DataBlock,
     HintBlock,
@@ -47,6 +49,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ESTIMATOR_NAMES",
+    "HARNESSES",
     "PROFILES",
     "STRATEGIES",
     "TOKENIZER_NAMES",
@@ -57,7 +60,10 @@ __all__ = [
     "DataBlock",
     "Endpoint",
     "FakeModel",
+    "Harness",
+    "HarnessBase",
     "HarnessConfig",
+    "HarnessContext",
     "HarnessLabError",
     "HintBlock",
     "InputError",
@@ -73,6 +79,7 @@ __all__ = [
     "RunResult",
     "Scenario",
     "ServiceProfile",
+    "Session",
     "SimClock",
     "SimulatedService",
     "SummarizerProfile",
@@ -94,9 +101,11 @@ __all__ = [
     "bytes4",
     "chars4",
     "get_tokenizer",
+    "load_harness",
     "load_scenario",
     "make_rule",
     "pass_hat_k",
+    "register_harness",
     "run_metrics",
     "run_scenario_file",
     "run_variant",

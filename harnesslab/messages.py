@@ -174,6 +174,32 @@ class Request:
         return replace(self, meta=self.meta + items)
 
 
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What a harness gets back from a model call: the reply's blocks and the billed usage, as
+    a real chat API returns them (never the fake model's annotations)."""
+
+    blocks: tuple[Block, ...]
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.blocks if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        return tuple(b for b in self.blocks if isinstance(b, ToolCallBlock))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What running a tool gives: the result text the model will see, and whether it failed."""
+
+    text: str
+    is_error: bool = False
+
+
 # --- counted texts -------------------------------------------------------------------------
 
 def _part_texts(parts: str | tuple[Part, ...]) -> Iterator[str]:

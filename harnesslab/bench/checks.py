@@ -85,7 +85,10 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
     if expect.min_chars is not None:
         add("min_chars", len(reply) >= expect.min_chars,
             f"{len(reply)} chars (min {expect.min_chars})")
-    called = [e["name"] for e in rec.in_step(step, "tool_call")]
+    # What the model asked for (a harness may refuse to run it): its replies' tool calls.
+    called = [b["name"] for e in _turn_calls(rec, step)
+              if e["type"] == "model_call" and e["purpose"] == "reply"
+              for b in e["reply"] if b["type"] == "tool_call"]
     if expect.called:
         missing = [t for t in expect.called if t not in called]
         add("called", not missing, f"called {called}")

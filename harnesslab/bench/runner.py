@@ -1,7 +1,10 @@
-"""The runner: one scenario variant and seed through the reference harness against the
-simulated world, written to a record; then its checks, verdict and metrics, from the record.
+"""The runner: one scenario variant and seed through the harness under test (the ``harness``
+setting: the reference harness by default) against the simulated world, written to a record;
+then its checks, verdict and metrics, from the record.
 
-A run that crashes is a recorded result with its reason; it never stops a suite.
+The harness gets only a :class:`~harnesslab.harness.base.HarnessContext` (``bench.doors``).
+A run that crashes is a recorded result with its reason; it never stops a suite. A harness that
+raises during a turn fails that turn (recorded with the exception) and the run goes on.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesslab.bench.checks import CheckOutcome, Verdict, evaluate, verdict
+from harnesslab.bench.doors import harness_context
 from harnesslab.bench.metrics import run_metrics
 from harnesslab.bench.record import Declared, RecordWriter
 from harnesslab.bench.scenario import (
@@ -24,8 +28,10 @@ from harnesslab.bench.scenario import (
     Variant,
     load_scenario,
 )
-from harnesslab.bench.settings import Settings, resolve_settings
-from harnesslab.harness.agent import ReferenceHarness
+from harnesslab.bench.settings import Settings, overridden, resolve_settings
+from harnesslab.errors import InputError
+from harnesslab.harness.base import Harness, TurnResult
+from harnesslab.harness.registry import harness_label, load_harness
 from harnesslab.messages import DataBlock, Message, Request
 from harnesslab.sim.endpoint import Endpoint
 from harnesslab.sim.filler import exchanges, make_filler
@@ -34,7 +40,7 @@ from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.service import SimulatedService
 from harnesslab.sim.tools import TOOLS, ToolBox
 from harnesslab.sim.world import World, parse_duration
-from harnesslab.tokens import TokenCache
+from harnesslab.tokens import TokenCache, make_rule
 
 # A 1x1 PNG: what an attached image is (its size never matters to an estimator).
 TINY_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
@@ -53,6 +59,9 @@ class RunResult:
     error: str | None = None
     locale: str = ""
     call_errors: list[float] = field(default_factory=list)  # (estimate - true) / true per call
+    settings: dict[str, Any] = field(default_factory=dict)  # the effective key settings
+    overridden: list[str] = field(default_factory=list)     # command-line keys the variant set
+    control: bool = False                                    # the variant expects failures
 
     @property
     def expected(self) -> bool:
@@ -67,6 +76,7 @@ class RunResult:
                 "record": str(self.record) if self.record else None, "locale": self.locale,
                 "expected": self.expected, "all_passed": self.all_passed, "error": self.error,
                 "unexpected": self.verdict.unexpected if self.verdict else [],
+                "settings": self.settings, "overridden": self.overridden, "control": self.control,
                 "checks": [c.to_dict() for c in self.checks], "metrics": self.metrics}
 
 
@@ -90,8 +100,11 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
     return {
         "scenario": sc.id, "title": sc.title, "locale": sc.locale, "variant": variant.name,
         "seed": seed, "scenario_file": str(source) if source else None,
-        "scenario_sha256": sha, "harness": s.harness.model_dump(mode="json"),
+        "scenario_sha256": sha, "harness_name": harness_label(s.harness.harness),
+        "harness": s.harness.model_dump(mode="json"),
         "service": s.service.model_dump(mode="json"), "summarizer": s.summarizer,
+        "extractor": s.extractor,
+        "phrases": {c.value: list(ws) for c, ws in sc.model.phrases.items()},
         "session_user": sc.session.user, "session_id": sc.session.id,
         "private": {u: [v.phone, v.address] for u, v in sc.world.users.items()},
         "world_ids": sorted([*sc.world.orders, *sc.world.users]), "max_ages": ages,
@@ -107,17 +120,32 @@ def record_path(out_dir: Path, scenario: str, variant: str, seed: int) -> Path:
     return out_dir / scenario / variant / f"seed{seed}.jsonl"
 
 
+KEY_SETTINGS = ("harness", "strategy", "context_size", "trigger_ratio", "estimator", "service")
+
+
+def key_settings(s: Settings) -> dict[str, Any]:
+    """The settings a results table shows for each run."""
+    h = s.harness
+    return {"harness": harness_label(h.harness), "strategy": h.strategy,
+            "context_size": h.context_size, "trigger_ratio": h.trigger_ratio,
+            "estimator": h.estimator, "service": s.service.name}
+
+
 def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,
                 out_dir: Path | None = None, cli_set: Mapping[str, Any] | None = None,
                 on_step: Callable[[int], None] | None = None) -> RunResult:
     """Run one variant with one seed. Bad settings raise InputError before anything runs.
+
+    ``cli_set`` (the command line, or a sweep cell) goes beneath the variant's own settings.
     ``on_step`` is called after each step with its number (progress, benchmarks)."""
     settings = resolve_settings(sc, variant, cli_set)
     world = World(sc.world)
     path = record_path(out_dir, sc.id, variant.name, seed) if out_dir else None
     writer = RecordWriter(_header(sc, source, variant, seed, settings, world), _declared(sc),
                           path)
-    result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale)
+    result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale,
+                       settings=key_settings(settings), overridden=overridden(variant, cli_set),
+                       control=bool(variant.expect_fail))
     try:
         _drive(sc, settings, world, writer, seed, path.parent if path else None, on_step)
         result.checks = evaluate(writer.record, sc)
@@ -126,7 +154,8 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
         result.verdict = verdict(result.checks, variant)
         result.metrics = run_metrics(writer.record, result.checks)
         result.call_errors = [(e["estimate"] - e["true_input"]) / e["true_input"]
-                              for e in writer.record.of_type("model_call") if e["true_input"]]
+                              for e in writer.record.of_type("model_call")
+                              if e["true_input"] and e["estimate"] is not None]
         writer.emit({"type": "result", "expected": result.verdict.ok,
                      "unexpected": result.verdict.unexpected, "metrics": result.metrics})
     except Exception as e:
@@ -138,28 +167,48 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
     return result
 
 
+def _turn(harness: Harness, text: str, images: tuple[DataBlock, ...]) -> tuple[TurnResult, str]:
+    try:
+        res = harness.turn(text, images)
+    except Exception as e:
+        # A harness that crashes fails the turn, with what it raised; the run goes on.
+        return TurnResult("", True, f"harness raised {type(e).__name__}: {e}"), \
+            traceback.format_exc(limit=8)
+    if not isinstance(getattr(res, "text", None), str):
+        return TurnResult("", True, f"harness returned {type(res).__name__}, not a TurnResult"), ""
+    return res, ""
+
+
 def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
            workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
     cache = TokenCache()
     service = SimulatedService(s.service, cache)
     model = FakeModel(sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
+                      extractor=SummarizerProfile(**s.extractor),
                       max_ages={t: world.max_age(t) for t in TOOLS},
                       phrases={k: tuple(v) for k, v in sc.model.phrases.items()})
     endpoint = Endpoint(service, model, writer)
-    harness = ReferenceHarness(s.harness, endpoint, ToolBox(world), world.clock, writer,
-                               session_id=sc.session.id, user_id=sc.session.user,
-                               workdir=workdir, cache=cache)
+    ctx = harness_context(endpoint, ToolBox(world), world.clock, writer,
+                          session_id=sc.session.id, user_id=sc.session.user, workdir=workdir,
+                          cache=cache)
+    harness: Harness = load_harness(s.harness.harness)(ctx, s.harness)
+    # Filler is sized in the configured estimator (the harness's own belief, design 3.6).
+    rule = make_rule(s.harness.estimator, cache)
     fillers = 0
     for i, step in enumerate(sc.steps, start=1):
         writer.step = i
         if isinstance(step, UserStep):
             images = tuple(DataBlock("image/png", TINY_PNG, name=f"photo-{i}-{k + 1}.png")
                            for k in range(step.images))
-            res = harness.turn(step.user, images)
-            writer.emit({"type": "turn", "text": step.user, "reply": res.text,
-                         "failed": res.failed, "reason": res.reason,
-                         "first_call": res.first_call, "last_call": res.last_call,
-                         "now": world.clock.now().isoformat()})
+            first = endpoint.calls + 1
+            res, tb = _turn(harness, step.user, images)
+            event: dict[str, Any] = {
+                "type": "turn", "text": step.user, "reply": res.text, "failed": res.failed,
+                "reason": res.reason, "first_call": first, "last_call": endpoint.calls,
+                "now": world.clock.now().isoformat()}
+            if tb:
+                event["traceback"] = tb
+            writer.emit(event)
         elif isinstance(step, AdvanceStep):
             world.clock.advance(parse_duration(step.advance))
             writer.emit({"type": "advance", "by": step.advance,
@@ -169,36 +218,58 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             locale = spec.locale or sc.locale
             if spec.times_trigger is not None:
                 target = spec.times_trigger * cfg.trigger_ratio * cfg.context_size
-                pairs = make_filler(harness.rule, target, locale, seed, start=fillers)
-                for pair in pairs:
-                    harness.inject(pair)
-                    harness.maintain()
+                pairs = make_filler(rule, target, locale, seed, start=fillers)
+                harness.preload(pairs)
             else:
                 assert spec.fill_to is not None
                 target = spec.fill_to * cfg.trigger_tokens
                 pairs = []
                 for pair in exchanges(locale, seed, start=fillers):
-                    now = harness.estimate(harness.request())
-                    adds = harness.rule.finalize(sum(harness.rule.message_units(m)
-                                                     for m in pair))
+                    now = harness.context_estimate()
+                    if now is None:
+                        raise RuntimeError("filler fill_to needs the harness's own estimate "
+                                           "(Harness.context_estimate returned None)")
+                    adds = rule.finalize(sum(rule.message_units(m) for m in pair))
                     if now + adds >= target:
                         break
-                    harness.inject(pair)
+                    harness.preload([pair])
                     pairs.append(pair)
             fillers += len(pairs)
             msgs: tuple[Message, ...] = tuple(m for p in pairs for m in p)
-            est_units = sum(harness.rule.message_units(m) for m in msgs)
+            est_units = sum(rule.message_units(m) for m in msgs)
             true = SimulatedService(s.service, cache).count_input(Request(system="", messages=msgs))
             writer.emit({"type": "filler", "exchanges": len(pairs), "target": target,
-                         "estimate": harness.rule.finalize(est_units), "true_tokens": true})
+                         "estimate": rule.finalize(est_units), "true_tokens": true})
         if on_step is not None:
             on_step(i)
 
 
+def harness_spec(harness: str | type | Callable[..., Any]) -> str:
+    """The ``harness`` setting for a name, a spec string, or a class (module:qualname)."""
+    if isinstance(harness, str):
+        return harness
+    module, name = getattr(harness, "__module__", None), getattr(harness, "__qualname__", None)
+    if not module or not name or "<locals>" in name:
+        raise InputError("a harness class must be importable (defined at module level)",
+                         field="harness")
+    return f"{module}:{name}"
+
+
 def run_scenario_file(path: Path, *, seeds: Iterable[int] = (0,), out_dir: Path | None = None,
                       cli_set: Mapping[str, Any] | None = None,
-                      variants: Iterable[str] | None = None) -> list[RunResult]:
+                      variants: Iterable[str] | None = None,
+                      harness: str | type | None = None) -> list[RunResult]:
+    """Run every variant (or the named ones) of one scenario file for each seed. ``harness``
+    (a name, ``module:Class``, ``path.py:Class`` or a class) is the harness under test."""
     sc = load_scenario(path)
-    wanted = set(variants) if variants is not None else None
-    return [run_variant(sc, v, seed=seed, source=path, out_dir=out_dir, cli_set=cli_set)
-            for v in sc.variants if wanted is None or v.name in wanted for seed in seeds]
+    settings = dict(cli_set or {})
+    if harness is not None:
+        settings["harness"] = harness_spec(harness)
+    names = [v.name for v in sc.variants]
+    wanted = list(variants) if variants is not None else names
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise InputError(f"no variant {unknown[0]!r}; expected one of {', '.join(names)}",
+                         file=str(path), field="--variant")
+    return [run_variant(sc, v, seed=seed, source=path, out_dir=out_dir, cli_set=settings)
+            for v in sc.variants if v.name in wanted for seed in seeds]

@@ -1,9 +1,14 @@
 """Setting overrides (a scenario's ``harness``, a variant's ``set``, the CLI's ``--set``)
 resolved into the harness config, the service profile and the fake model's summarizer.
 
-Keys: any harness field (``strategy``, ``context_size``, ``codex.auto_compact_limit``, ...);
-``service`` (a profile name or a mapping) and ``service.<field>``; ``summarizer`` (a mapping)
-and ``summarizer.<field>``.
+Keys: any harness field (``harness``, ``strategy``, ``context_size``,
+``codex.auto_compact_limit``, ...); ``service`` (a profile name or a mapping) and
+``service.<field>``; ``summarizer`` / ``extractor`` (mappings: how faithfully the fake model
+summarizes, and answers a pin extraction) and their ``.<field>``.
+
+Layers, later wins: the defaults, the scenario's own settings, the command line (or a sweep
+cell), then the variant's ``set``: a variant keeps what defines it whatever the command line
+says, so a control stays a control.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class Settings:
     harness: HarnessConfig
     service: ServiceProfile
     summarizer: dict[str, Any]
+    extractor: dict[str, Any]
 
 
 def _first_error(e: ValidationError, prefix: str = "") -> InputError:
@@ -53,24 +59,27 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
     harness: dict[str, Any] = {}
     codex: dict[str, Any] = {}
     service: dict[str, Any] = {"profile": "openai-128k"}
-    summarizer: dict[str, Any] = {}
+    models: dict[str, dict[str, Any]] = {"summarizer": {}, "extractor": {}}
     for layer in overrides:
         for key, value in layer.items():
             if key == "service":
                 if isinstance(value, str):
-                    service = {"profile": value}
+                    # Another profile; field overrides from earlier layers (a scenario's small
+                    # window) still hold.
+                    service["profile"] = value
                 elif isinstance(value, Mapping):
                     service = {"profile": service["profile"], **value}
                 else:
                     raise InputError("expected a profile name or a mapping", field=key)
             elif key.startswith("service."):
                 service[key.split(".", 1)[1]] = value
-            elif key == "summarizer":
+            elif key in models:
                 if not isinstance(value, Mapping):
                     raise InputError("expected a mapping (profile, drop, swap, ...)", field=key)
-                summarizer = dict(value)
-            elif key.startswith("summarizer."):
-                summarizer[key.split(".", 1)[1]] = value
+                models[key] = dict(value)
+            elif key.split(".", 1)[0] in models and "." in key:
+                head, sub = key.split(".", 1)
+                models[head][sub] = value
             elif key == "codex":
                 if not isinstance(value, Mapping):
                     raise InputError("expected a mapping", field=key)
@@ -83,7 +92,8 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                 raise InputError(
                     "unknown setting; expected a harness field ("
                     + ", ".join(f for f in HarnessConfig.model_fields if f != "codex")
-                    + "), codex.<field>, service[.<field>] or summarizer[.<field>]", field=key)
+                    + "), codex.<field>, service[.<field>], summarizer[.<field>] or "
+                    "extractor[.<field>]", field=key)
     try:
         cfg = HarnessConfig.model_validate({**harness, "codex": codex})
     except ValidationError as e:
@@ -96,13 +106,16 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
         profile = get_profile(name).with_overrides(**service) if service else get_profile(name)
     except ValidationError as e:
         raise _first_error(e, "service.") from None
+    from harnesslab.harness.registry import load_harness
     from harnesslab.sim.model import SummarizerProfile
 
-    try:
-        SummarizerProfile.model_validate(summarizer)
-    except ValidationError as e:
-        raise _first_error(e, "summarizer.") from None
-    return Settings(cfg, profile, summarizer)
+    load_harness(cfg.harness)  # a bad choice fails here, before anything runs
+    for name, spec in models.items():
+        try:
+            SummarizerProfile.model_validate(spec)
+        except ValidationError as e:
+            raise _first_error(e, f"{name}.") from None
+    return Settings(cfg, profile, models["summarizer"], models["extractor"])
 
 
 def scenario_layers(sc: Scenario) -> list[Mapping[str, Any]]:
@@ -114,4 +127,14 @@ def scenario_layers(sc: Scenario) -> list[Mapping[str, Any]]:
 
 def resolve_settings(sc: Scenario, variant: Variant,
                      cli: Mapping[str, Any] | None = None) -> Settings:
-    return resolve([*scenario_layers(sc), variant.set, cli or {}])
+    """The module docstring's layers: defaults, scenario, command line, variant."""
+    return resolve([*scenario_layers(sc), cli or {}, variant.set])
+
+
+def overridden(variant: Variant, cli: Mapping[str, Any] | None) -> list[str]:
+    """The command-line keys that ``variant`` sets itself (its value wins)."""
+    if not cli:
+        return []
+    mine = set(variant.set)
+    return sorted(k for k in cli if k in mine or k.split(".", 1)[0] in mine
+                  or any(m.split(".", 1)[0] == k for m in mine))

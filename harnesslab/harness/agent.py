@@ -10,14 +10,13 @@ appended and after every tool round), then the runtime-state injection.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from harnesslab.errors import ContextOverflowError
-from harnesslab.events import EventSink
+from harnesslab.harness.base import HarnessContext, TurnResult
 from harnesslab.harness.compaction import make_strategy
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate_tool_result
@@ -31,29 +30,34 @@ from harnesslab.messages import (
     History,
     Message,
     Request,
+    Response,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolSchema,
+    message_from_dict,
     message_images,
+    message_to_dict,
 )
-from harnesslab.sim.endpoint import Endpoint, Response
-from harnesslab.sim.intents import CURRENT_TIME_RE, current_time_text, parse_time
-from harnesslab.sim.tools import ToolBox
-from harnesslab.sim.world import SimClock
-from harnesslab.tokens import Bytes4Rule, RequestCounter, TokenCache, make_rule
+from harnesslab.tokens import Bytes4Rule, RequestCounter, make_rule
 
 _BYTES4 = Bytes4Rule()
 RUNTIME_SOURCE = '{"label": "System", "sublabel": "Runtime State"}'
+# The runtime-state line stating "now" (ISO-8601 with offset). The harness reads its own hints
+# back only to know when it last stated the time.
+_TIME_RE = re.compile(r"<current-time>([^<]+)</current-time>")
 
 
-@dataclass(frozen=True)
-class TurnResult:
-    text: str
-    failed: bool = False
-    reason: str = ""
-    first_call: int = 0  # endpoint call numbers spanned by this turn
-    last_call: int = 0
+def _time_line(now: datetime) -> str:
+    return f"<current-time>{now.isoformat(timespec='seconds')}</current-time>"
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        t = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
 
 
 def _tz_name(now: datetime) -> str:
@@ -70,19 +74,18 @@ class ReferenceHarness:
 
     name = "reference"
 
-    def __init__(self, config: HarnessConfig, endpoint: Endpoint, tools: ToolBox,
-                 clock: SimClock, sink: EventSink, *, session_id: str, user_id: str,
-                 workdir: Path | None = None, cache: TokenCache | None = None) -> None:
+    def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
         self.cfg = config
-        self.endpoint = endpoint
-        self.tools = tools
-        self.clock = clock
-        self.sink = sink
-        self.session_id = session_id
-        self.user_id = user_id  # verified by the server, never by anything said in the chat
+        self.endpoint = context.endpoint
+        self.tools = context.tools
+        self.clock = context.clock
+        self.sink = context.sink
+        self.session_id = context.session.id
+        self.user_id = context.session.user  # verified by the server, never by the chat
+        workdir, cache = context.workdir, context.cache
         self.prompts = load_prompts(config.prompts)
         self.system = config.system_prompt or self.prompts.system
-        self.tool_schemas: tuple[ToolSchema, ...] = tools.schemas()
+        self.tool_schemas: tuple[ToolSchema, ...] = self.tools.schemas()
         self.summary_tool = ToolSchema.from_dict(self.prompts.summary_tool(config.summary_template))
         self.strategy = make_strategy(config.strategy)
         wants_offload = config.offload or config.strategy == "offload"
@@ -186,6 +189,29 @@ class ReferenceHarness:
         for m in messages:
             self._append(m)
 
+    # -- the harness interface ------------------------------------------------------------------
+    def preload(self, exchanges: Sequence[Sequence[Message]]) -> None:
+        for pair in exchanges:
+            self.inject(pair)
+            self.maintain()
+
+    def context_estimate(self) -> int | None:
+        return self.estimate(self.request())
+
+    def save_state(self) -> dict[str, Any]:
+        return {"version": 1, "summary": self.summary, "ids": self._ids,
+                "context": [message_to_dict(m) for m in self._context],
+                "last_usage": self.last_usage, "bytes_since_usage": self.bytes_since_usage,
+                "strategy": self.strategy.save_state()}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.summary = str(state["summary"])
+        self._ids = int(state["ids"])
+        self.context = History.of(tuple(message_from_dict(d) for d in state["context"]))
+        self.last_usage = int(state["last_usage"])
+        self.bytes_since_usage = int(state["bytes_since_usage"])
+        self.strategy.load_state(state.get("strategy") or {})
+
     # -- the loop ---------------------------------------------------------------------------------
     def maintain(self, iteration: int = 1) -> bool:
         """What runs before a model call: the image limit, then the compaction check.
@@ -201,13 +227,12 @@ class ReferenceHarness:
         return True
 
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
-        first = self.endpoint.calls + 1
         self._reply_id = self.new_id()
         self._append(Message("user", (TextBlock(text), *images), id=self.new_id()))
         retried = False
         for it in range(self.cfg.max_iters):
             if not self.maintain(it):
-                return TurnResult("", True, "compaction_failed", first, self.endpoint.calls)
+                return TurnResult("", True, "compaction_failed")
             self._inject_runtime(it)
             req = self.request()
             est = self.estimate(req)
@@ -218,13 +243,13 @@ class ReferenceHarness:
                     retried = True
                     self.strategy.compact(self, est)
                     continue
-                return TurnResult("", True, "overflow", first, self.endpoint.calls)
+                return TurnResult("", True, "overflow")
             self._append_reply(resp.blocks, counted=False)
             if not resp.tool_calls:
-                return TurnResult(resp.text, False, "", first, self.endpoint.calls)
+                return TurnResult(resp.text)
             for call in resp.tool_calls:
                 self._append_reply([self._run_tool(call)])
-        return TurnResult("", True, "max_iters", first, self.endpoint.calls)
+        return TurnResult("", True, "max_iters")
 
     # -- runtime hints ------------------------------------------------------------------------------
     @staticmethod
@@ -232,8 +257,8 @@ class ReferenceHarness:
         found = None
         for b in m.content:
             if isinstance(b, HintBlock) and b.source == RUNTIME_SOURCE and isinstance(b.hint, str):
-                for x in CURRENT_TIME_RE.finditer(b.hint):
-                    found = parse_time(x.group(1)) or found
+                for x in _TIME_RE.finditer(b.hint):
+                    found = _parse_time(x.group(1)) or found
         return found
 
     def _inject_runtime(self, iteration: int) -> None:
@@ -243,7 +268,7 @@ class ReferenceHarness:
             last = self._last_time
             elapsed = (now - last).total_seconds() / 3600 if last is not None else None
             if elapsed is None or not 0 <= elapsed <= self.cfg.time_interval_hours:
-                lines += [current_time_text(now), f"<timezone>{_tz_name(now)}</timezone>"]
+                lines += [_time_line(now), f"<timezone>{_tz_name(now)}</timezone>"]
         if iteration == 0 and self.cfg.context_length_hint:
             est = self.estimate(self.request())
             cfg = self.cfg
@@ -295,8 +320,8 @@ class ReferenceHarness:
             output, truncated = truncate_tool_result(
                 text, self.cfg.tool_result_limit, self.prompts, session_id=self.session_id,
                 call_id=call.id, offloader=self.offloader)
-        self.emit({"type": "tool_call", "id": call.id, "name": call.name, "args": call.input,
-                   "acting_user": acting, "session_user": session, "identity": identity,
-                   "is_error": is_error, "truncated": truncated, "result": text})
+        # The bench records the tool run itself; this says what the harness decided about it.
+        self.emit({"type": "tool_policy", "id": call.id, "name": call.name, "claimed": claimed,
+                   "identity": identity, "truncated": truncated})
         return ToolResultBlock(call.id, call.name, output, is_error)
 

@@ -5,8 +5,9 @@
 - ``structured``: AgentScope 2.0.x's default: a five-field structured summary (template a
   setting: AgentScope's or the seed's) replacing the previous one; truncation on failure.
 - ``freeform``: the same, with a free-text summary.
-- ``pinned``: structured, plus constraints and entities found in the conversation's text
-  (never in intents) kept outside the summary and re-injected as tags on every call.
+- ``pinned``: structured, plus a board of the user's standing instructions and the entities
+  under discussion, extracted by the model at each compaction and pinned verbatim after the
+  summary on every call.
 - ``offload``: structured with the offloader on (JSONL of what was removed, a path hint).
 - ``codex``: triggers on the last usage the service reported plus bytes/4 of later items,
   against an absolute limit; keeps recent user messages up to a budget and a handoff summary;
@@ -16,11 +17,12 @@
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harnesslab.errors import ContextOverflowError
+from harnesslab.harness.prompts import SUMMARY_TOOL
 from harnesslab.messages import (
     HintBlock,
     History,
@@ -29,16 +31,6 @@ from harnesslab.messages import (
     TextBlock,
     ToolCallBlock,
     ToolSchema,
-    block_texts,
-)
-from harnesslab.sim.intents import (
-    CONFLICTS,
-    CONSTRAINT_PHRASES,
-    ID_PATTERNS,
-    SUMMARY_TOOL,
-    TAG_RE,
-    Constraint,
-    constraint_tag,
 )
 from harnesslab.tokens import Bytes4Rule
 
@@ -54,6 +46,20 @@ class Strategy(Protocol):
     def compact(self, h: ReferenceHarness, estimate: int) -> bool: ...
 
     def decorate(self, h: ReferenceHarness, messages: History) -> tuple[Message, ...]: ...
+
+    def save_state(self) -> dict[str, Any]: ...
+
+    def load_state(self, state: Mapping[str, Any]) -> None: ...
+
+
+class Stateless:
+    """Strategies that keep nothing between calls beyond what the harness keeps."""
+
+    def save_state(self) -> dict[str, Any]:
+        return {}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        return None
 
 
 STRATEGIES: dict[str, type[Any]] = {}
@@ -75,7 +81,7 @@ def make_strategy(name: str) -> Strategy:
 
 
 @register("none")
-class NoCompaction:
+class NoCompaction(Stateless):
     name = "none"
 
     def should_compact(self, h: ReferenceHarness, estimate: int) -> bool:
@@ -98,7 +104,7 @@ def _summary_from_fields(raw: str, fields: tuple[str, ...]) -> dict[str, str] | 
     return {f: data[f] for f in fields}
 
 
-class AgentScopeCompaction:
+class AgentScopeCompaction(Stateless):
     """AgentScope 2.0.x ``_compress_context_impl`` (semantics spec §2.3), with the summary kind
     (structured, freeform or none) and the offloader as the strategy's parameters."""
 
@@ -134,10 +140,10 @@ class AgentScopeCompaction:
                     if values is not None:
                         return h.prompts.summary_templates[h.cfg.summary_template].format(**values)
             return None
-        text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
-        if not text.startswith("[summary]"):
-            return None
-        return f"<system-info>{text}</system-info>"
+        # Free text has no form to check: whatever the model wrote is the summary (a refusal
+        # included, which is the weakness of a freeform summary).
+        text = "".join(b.text for b in blocks if isinstance(b, TextBlock)).strip()
+        return f"<system-info>{text}</system-info>" if text else None
 
     def _generate(self, h: ReferenceHarness, req: Request, est: int) -> str | None:
         """One ``generate_structured_output``: AgentScope's ladder (forced, auto, none), three
@@ -247,76 +253,75 @@ class OffloadCompaction(AgentScopeCompaction):
 
 @register("pinned")
 class PinnedCompaction(AgentScopeCompaction):
-    """Structured, plus a pin board kept outside the summary: the ids and constraints found in
-    the conversation's own text, re-injected as tags right after the summary on every call."""
+    """Structured, plus a pin board kept outside the summary: at every compaction, before the
+    summary, the model is asked (purpose ``pin``, through the structured-output tool) for the
+    user's standing instructions and the entities under discussion in what is about to be
+    compressed, the previous board included; its answer is pinned verbatim right after the
+    summary on every call. The board is renewed with the summary, so it is never staler than
+    the summary; a later instruction in the kept messages sits after it and wins."""
 
     summary_kind = "structured"
 
     def __init__(self) -> None:
-        self._seen: set[int] = set()
-        self._keep: list[Message] = []   # keeps scanned messages alive so ids stay unique
-        self._entities: dict[str, int] = {}       # id -> order of last mention
-        self._constraints: dict[Constraint, int] = {}
-        self._tick = 0
-        self._last: tuple[Message, ...] | None = None  # the context decorated last time
-        self._board: Message | None = None
+        self.board = ""  # the pinned text, verbatim from the model's last extraction
+        self._message: Message | None = None
 
-    def _scan(self, m: Message) -> None:
-        if id(m) in self._seen:
-            return
-        self._seen.add(id(m))
-        self._keep.append(m)
-        if m.name == "pinned":
-            return
-        for b in m.content:
-            for text in block_texts(b):
-                found: list[tuple[int, str, Any]] = []
-                for pat in ID_PATTERNS.values():
-                    found += [(x.start(), "id", x.group()) for x in pat.finditer(text)]
-                # Every mention, at its offset in the text itself: the latest one decides.
-                for c, phrases in CONSTRAINT_PHRASES.items():
-                    found += [(x.start(), "c", c) for p in phrases
-                              for x in re.finditer(re.escape(p), text, re.IGNORECASE)]
-                for t in TAG_RE.finditer(text):
-                    if t.group(1) == "constraint" and t.group(2) in Constraint._value2member_map_:
-                        found.append((t.start(), "c", Constraint(t.group(2))))
-                for _, kind, value in sorted(found, key=lambda f: f[0]):
-                    self._tick += 1
-                    if kind == "id":
-                        self._entities[value] = self._tick
-                    else:
-                        self._constraints.pop(CONFLICTS[value], None)
-                        self._constraints[value] = self._tick
+    def save_state(self) -> dict[str, Any]:
+        return {"board": self.board}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.board = str(state.get("board", ""))
+        self._message = None
+
+    def _board_message(self) -> Message | None:
+        if not self.board:
+            return None
+        if self._message is None or self._message.content[0] != HintBlock(self.board,
+                                                                           source="pinned"):
+            # A new board object only when its text changes: the same object lets counters
+            # compare the decorated requests by identity.
+            self._message = Message("assistant", (HintBlock(self.board, source="pinned"),),
+                                    name="pinned")
+        return self._message
 
     def decorate(self, h: ReferenceHarness, messages: History) -> tuple[Message, ...]:
-        # Scan only what is new since the last call when the context says what it extends.
-        start = messages.shared if isinstance(messages, History) and \
-            messages.base is self._last else 0
-        for m in messages[start:]:
-            self._scan(m)
-        self._last = messages
-        if not self._entities and not self._constraints:
-            return messages
-        tags = [constraint_tag(c) for c, _ in sorted(self._constraints.items(), key=lambda x: x[1])]
-        ids = [e for e, _ in sorted(self._entities.items(), key=lambda x: x[1])]
-        text = "[pinned] " + " ".join(tags) + (" entities: " + " ".join(ids) if ids else "")
-        if self._board is None or self._board.content[0] != HintBlock(text, source="pinned"):
-            # A new board only when its text changes: the same object lets counters compare
-            # the decorated requests by identity.
-            self._board = Message("assistant", (HintBlock(text, source="pinned"),),
-                                  name="pinned")
-        return (self._board, *messages)
+        board = self._board_message()
+        return messages if board is None else (board, *messages)
+
+    def _extract(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> None:
+        fields = h.prompts.pin_fields
+        board = self._board_message()
+        prompt = Message("user", (TextBlock(h.prompts.pin_request),), id=h.new_id())
+        body = (*((board,) if board is not None else ()), *msgs, prompt)
+        req = h.request(messages=History.of(body),
+                        tools=(ToolSchema.from_dict(h.prompts.structured_tool(fields)),),
+                        purpose="pin")
+        try:
+            resp = h.call(req.with_meta(("tool_choice", "forced")), purpose="pin",
+                          estimate=h.estimate(req))
+        except ContextOverflowError:
+            return  # the old board stays: better stale than nothing
+        for b in resp.blocks:
+            if isinstance(b, ToolCallBlock) and b.name == SUMMARY_TOOL:
+                values = _summary_from_fields(b.input, tuple(fields))
+                if values is not None:
+                    self.board = h.prompts.pin_board.format(**values)
+                    h.emit({"type": "pin", "board": self.board})
+                    return
+
+    def _summarize(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> str | None:
+        self._extract(h, msgs)
+        return super()._summarize(h, msgs)
 
 
 @register("codex")
-class CodexCompaction:
+class CodexCompaction(Stateless):
     """Codex CLI's auto-compaction (persistence-codex-langgraph.md), on the reference loop."""
 
     name = "codex"
 
     def limit(self, h: ReferenceHarness) -> float:
-        c = h.cfg.codex
-        return c.auto_compact_limit if c.auto_compact_limit is not None else 0.9 * h.cfg.context_size
+        return h.cfg.codex_limit
 
     def should_compact(self, h: ReferenceHarness, estimate: int) -> bool:
         # Codex does not re-count the history: it trusts the last usage the service reported
@@ -341,12 +346,12 @@ class CodexCompaction:
                     break
                 history = history[1:]  # trim from the front and retry, as Codex does
                 continue
-            text = "".join(b.text for b in resp.blocks if isinstance(b, TextBlock))
-            summary = text if text.startswith("[handoff]") else None
+            text = "".join(b.text for b in resp.blocks if isinstance(b, TextBlock)).strip()
+            summary = text or None
             break
         rule = Bytes4Rule()
         kept: list[Message] = []
-        budget = h.cfg.codex.user_message_budget
+        budget = h.cfg.codex_user_budget
         used = 0
         for m in reversed(h.context):
             if m.role != "user" or not any(isinstance(b, TextBlock) for b in m.content):

@@ -17,8 +17,9 @@ class CodexSettings(BaseModel):
     auto_compact_limit: int | None = Field(
         default=None, gt=0, description="Absolute token limit that triggers compaction; "
         "null: 90% of context_size")
-    user_message_budget: int = Field(default=20000, gt=0, description="Tokens of recent user "
-                                     "messages kept after compaction")
+    user_message_budget: int | None = Field(
+        default=None, gt=0, description="Tokens of recent user messages kept after compaction; "
+        "null: Codex's 20000, at most half the compaction limit")
     tool_output_limit: int = Field(default=10000, gt=0, description="Tool output tokens kept "
                                    "(head and tail) when a result is saved")
 
@@ -28,6 +29,8 @@ class HarnessConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    harness: str = Field(default="reference", description="The harness under test: reference, "
+                         "a registered adapter name, module:Class or path/to/file.py:Class")
     strategy: str = Field(default="structured", description="Compaction strategy: none, "
                           "truncate, structured, freeform, pinned, offload, codex")
     context_size: int = Field(default=32768, gt=0, description="The harness's belief about the "
@@ -86,7 +89,24 @@ class HarnessConfig(BaseModel):
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {self.strategy!r}; expected one of "
                              f"{', '.join(STRATEGIES)}")
+        budget = self.codex.user_message_budget
+        if self.strategy == "codex" and budget is not None and budget >= self.codex_limit:
+            # The kept user messages alone would reach the limit again: it would compact on
+            # every call (55 compactions in 51 steps, seen before this check).
+            raise ValueError(f"codex.user_message_budget ({budget}) must be below the "
+                             f"compaction limit ({self.codex_limit:g})")
         return self
+
+    @property
+    def codex_user_budget(self) -> int:
+        b = self.codex.user_message_budget
+        return b if b is not None else int(min(20000, self.codex_limit / 2))
+
+    @property
+    def codex_limit(self) -> float:
+        """Codex's auto-compaction limit: the absolute setting, or 90% of context_size."""
+        c = self.codex
+        return c.auto_compact_limit if c.auto_compact_limit is not None else 0.9 * self.context_size
 
     @property
     def trigger_tokens(self) -> float:

@@ -14,13 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harnesslab.errors import InputError
-from harnesslab.sim.intents import (
-    AGENTSCOPE_FIELDS,
-    FREEFORM_SUMMARY_MARKER,
-    HANDOFF_SUMMARY_MARKER,
-    SEED_FIELDS,
-    SUMMARY_TOOL,
-)
+
+# AgentScope's structured-output tool (``generate_structured_output``): the summary and the pin
+# extraction are asked for through it, as AgentScope asks for any structured output.
+SUMMARY_TOOL = "generate_structured_output"
 
 AGENTSCOPE_EXTRA = "pip install 'harnesslab[agentscope]'"
 
@@ -42,9 +39,14 @@ class Prompts:
     image_removed: str            # {name}
     image_offloaded: str          # {name} {url}
     handoff_bridge: str           # {summary}
+    pin_request: str              # pinned: asks for the standing instructions and entities
+    pin_fields: dict[str, str]    # pinned: field -> description
+    pin_board: str                # pinned: the board, str.format over pin_fields
 
     def summary_tool(self, template: str) -> dict[str, Any]:
-        fields = self.summary_fields[template]
+        return self.structured_tool(self.summary_fields[template])
+
+    def structured_tool(self, fields: dict[str, str]) -> dict[str, Any]:
         schema = {"type": "object", "properties": {
             k: {"type": "string", "description": d} for k, d in fields.items()},
             "required": list(fields)}
@@ -76,13 +78,13 @@ DEFAULT = Prompts(
         "will replace the history. Current time: {current_time}. Keep every id, constraint and "
         "time verbatim and absolute; mark claims that the session did not verify.</system-hint>"),
     freeform=(
-        f"{FREEFORM_SUMMARY_MARKER} Summarize the conversation above in free text so that the "
-        "work can continue without it. Current time: {current_time}. Keep ids, constraints "
-        "and times verbatim."),
+        "Summarize the conversation above in free text so that the work can continue without "
+        "it. Current time: {current_time}. Keep ids, constraints and times verbatim."),
+    # Codex's compaction prompt opens with these words.
     handoff=(
-        f"You are performing a {HANDOFF_SUMMARY_MARKER}. Create a handoff summary for another "
-        "model that will resume the task: what the user wants, facts found, constraints, "
-        "next step."),
+        "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for "
+        "another model that will resume the task: what the user wants, facts found, "
+        "constraints, next step."),
     structured_reminder=(f"<system-reminder>Call the tool '{SUMMARY_TOOL}' now to produce the "
                          "summary; do nothing else.</system-reminder>"),
     summary_templates={
@@ -119,9 +121,20 @@ DEFAULT = Prompts(
                     "it when needed.</system-reminder>",
     handoff_bridge=("Another language model started to solve this problem and produced a "
                     "summary of its work. Use it to continue:\n{summary}"),
+    pin_request=(
+        "<system-hint>The conversation above is about to be compacted. List, verbatim, the "
+        "user's standing instructions that still apply (a later instruction replaces an "
+        "earlier one it contradicts) and the entities under discussion (order and user ids), "
+        "most recent last. Call the tool '" + SUMMARY_TOOL + "'.</system-hint>"),
+    pin_fields={
+        "standing_instructions": "The user's instructions about how to answer that still "
+                                 "apply, latest last.",
+        "entities": "The ids under discussion, verbatim, most recent last.",
+    },
+    pin_board=("<system-info>Pinned by the harness (kept across compactions)\n"
+               "# Standing instructions\n{standing_instructions}\n"
+               "# Entities under discussion\n{entities}</system-info>"),
 )
-assert tuple(DEFAULT.summary_fields["agentscope"]) == AGENTSCOPE_FIELDS
-assert tuple(DEFAULT.summary_fields["seed"]) == SEED_FIELDS
 
 
 def _agentscope() -> Prompts:

@@ -1,5 +1,6 @@
 """The harness's only door to the model: the simulated service admits and bills the request,
-then the fake model answers it. Every call, admitted or rejected, becomes a record event.
+then the fake model answers it. Every call, admitted or rejected, becomes a record event;
+``estimate`` is the harness's own belief about the request (None when it has none).
 
 The harness gets back the reply's blocks and the billed usage (as a real API returns them); the
 fake model's annotations go to the record only.
@@ -8,12 +9,11 @@ fake model's annotations go to the record only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harnesslab.errors import ContextOverflowError
 from harnesslab.events import EventSink
-from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
+from harnesslab.messages import Block, Request, Response, TextBlock, ToolCallBlock
 from harnesslab.sim.service import SimulatedService
 
 
@@ -29,23 +29,6 @@ class ModelLike(Protocol):
     def reply(self, request: Request) -> ReplyLike: ...
 
 
-@dataclass(frozen=True)
-class Response:
-    """What a harness receives from a model call."""
-
-    blocks: tuple[Block, ...]
-    input_tokens: int
-    output_tokens: int
-
-    @property
-    def text(self) -> str:
-        return "".join(b.text for b in self.blocks if isinstance(b, TextBlock))
-
-    @property
-    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
-        return tuple(b for b in self.blocks if isinstance(b, ToolCallBlock))
-
-
 class Endpoint:
     def __init__(self, service: SimulatedService, model: ModelLike, sink: EventSink) -> None:
         self.service = service
@@ -53,7 +36,8 @@ class Endpoint:
         self.sink = sink
         self.calls = 0
 
-    def call(self, request: Request, *, purpose: str, estimate: int) -> Response:
+    def call(self, request: Request, *, purpose: str = "reply",
+             estimate: int | None = None) -> Response:
         """Admit, answer, record. Raises ContextOverflowError when the service rejects."""
         self.calls += 1
         n = self.calls

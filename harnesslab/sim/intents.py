@@ -153,5 +153,8 @@ HANDOFF_SUMMARY_MARKER = "CONTEXT CHECKPOINT COMPACTION"
 # Field names the fake summarizer knows, by template: AgentScope's five and the seed's five.
 AGENTSCOPE_FIELDS = ("task_overview", "current_state", "important_discoveries", "next_steps",
                      "context_to_preserve")
+# A structured request asking only for these is a pin extraction: the standing instructions
+# (constraints in force, as tags) and the entities under discussion (ids, most recent last).
+PIN_FIELDS = ("standing_instructions", "entities")
 SEED_FIELDS = ("goal", "confirmed_facts", "unconfirmed_items", "next_step",
                "constraints_to_keep")

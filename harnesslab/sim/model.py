@@ -178,21 +178,25 @@ class FakeModel:
 
     def __init__(self, lexicon: Mapping[str, Intent], *, seed: int = 0,
                  summarizer: SummarizerProfile | None = None,
+                 extractor: SummarizerProfile | None = None,
                  max_ages: Mapping[str, timedelta | None] | None = None,
                  phrases: Mapping[Constraint, Sequence[str]] | None = None) -> None:
         self._lexicon: dict[str, Intent] = dict(lexicon)
         self._seed = seed
         self._summarizer = summarizer or SummarizerProfile()
+        # How faithfully it answers a pin extraction (a narrower request than a summary).
+        self._extractor = extractor or SummarizerProfile()
         self._max_ages: dict[str, timedelta | None] = dict(max_ages or {})
         self._phrases = phrase_patterns({c: tuple(ws) for c, ws in (phrases or {}).items()})
 
     def reply(self, request: Request) -> ModelReply:
         view = View(request, self._lexicon, self._phrases)
-        form = summary_form(request)
+        form = summary_form(request, self._lexicon)
         if form is not None:
             content = View(content_of(request), self._lexicon, self._phrases)
             blocks, notes = summarize(request, form, view, content, seed=self._seed,
-                                      profile=self._summarizer)
+                                      profile=self._extractor if form == "pin"
+                                      else self._summarizer)
             return ModelReply(blocks, notes)
         return self._turn(view)
 

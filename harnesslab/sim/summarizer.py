@@ -35,6 +35,7 @@ from harnesslab.sim.intents import (
     FREEFORM_SUMMARY_MARKER,
     HANDOFF_SUMMARY_MARKER,
     ID_PATTERNS,
+    PIN_FIELDS,
     REF,
     SEED_FIELDS,
     SUMMARY_TOOL,
@@ -57,7 +58,9 @@ from harnesslab.sim.reading import (
 )
 
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
-SummaryForm = Literal["structured", "freeform", "handoff"]
+SummaryForm = Literal["structured", "freeform", "handoff", "pin"]
+# A non-lexicon message asking in words for a summary (what a real model would follow).
+_ASKS_SUMMARY_RE = re.compile(r"\bsummari[sz]e\b|\bsummary\b|总结|摘要", re.IGNORECASE)
 
 REFUSAL = "抱歉，我无法生成摘要。/ Sorry, I cannot produce a summary."
 GOAL_PREFIX = "[goal] "
@@ -130,16 +133,25 @@ def swap_id(i: str) -> str:
     return f"{head}-{digits}"
 
 
-def summary_form(request: Request) -> SummaryForm | None:
-    """Which summary the request asks for, if it is a summary request at all."""
+def summary_form(request: Request, lexicon: Mapping[str, Intent] | None = None) -> SummaryForm | None:
+    """Which summary the request asks for, if it is a summary request at all.
+
+    Structured: the request offers exactly the structured-output tool; its schema's property
+    names say what is asked: PIN_FIELDS ask for the standing instructions and entities only
+    (``pin``), anything else a summary. Freeform and handoff: the current message is not a
+    lexicon utterance and carries a summary marker or asks, in words, for a summary.
+    """
     if len(request.tools) == 1 and request.tools[0].name == SUMMARY_TOOL:
-        return "structured"
+        props = _properties(request.tools[0])
+        return "pin" if props and set(props) <= set(PIN_FIELDS) else "structured"
     i = current_index(request)
     text = request.messages[i].plain_text() if i is not None else ""
     if FREEFORM_SUMMARY_MARKER in text:
         return "freeform"
     if HANDOFF_SUMMARY_MARKER in text:
         return "handoff"
+    if text and (lexicon is None or text not in lexicon) and _ASKS_SUMMARY_RE.search(text):
+        return "freeform"
     return None
 
 
@@ -230,13 +242,14 @@ class _Loss:
     swapped: dict[str, str]
 
 
-def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang) -> _Loss:
+def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang,
+          salt: str = "") -> _Loss:
     loss = _Loss([], [], set(), {})
     if profile.profile == "faithful":
         loss.kept = items
         return loss
     for it in items:
-        if draw(seed, "drop", it.kind, it.key) < profile.drop.get(it.kind, 0.0):
+        if draw(seed, salt + "drop", it.kind, it.key) < profile.drop.get(it.kind, 0.0):
             loss.dropped.append(it)
             continue
         gone = False
@@ -244,13 +257,13 @@ def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang) 
         def change(m: re.Match[str], it: Item = it) -> str:
             nonlocal gone
             i = m.group(0)
-            if draw(seed, "paraphrase", i) < profile.paraphrase:
+            if draw(seed, salt + "paraphrase", i) < profile.paraphrase:
                 loss.paraphrased.add(i)
                 gone = True
                 slot = Slot.ORDER if ID_PATTERNS[Slot.ORDER].fullmatch(i) else Slot.USER
                 words = _PARAPHRASE[(lang, slot)]
                 return words.replace(" ", "_") if it.tag else words
-            if draw(seed, "swap", i) < profile.swap:
+            if draw(seed, salt + "swap", i) < profile.swap:
                 loss.swapped[i] = swap_id(i)
                 return loss.swapped[i]
             return i
@@ -295,6 +308,10 @@ def _render(form: SummaryForm, kept: list[Item], lang: Lang,
                 return {p: by_name[p] for p in props}
         everything = "\n".join(s for s in (goals, facts, claims, _NEXT[lang], both) if s)
         return {p: (everything if n == 0 else "") for n, p in enumerate(props)}
+    if form == "pin":
+        pinned = dict(zip(PIN_FIELDS, (constraints, " ".join(
+            i.text for i in kept if i.kind == "entity")), strict=True))
+        return {p: pinned[p] for p in props}
     if form == "freeform":
         return "\n".join(s for s in ("[summary]", goals, facts, claims, both) if s)
     heads = _HANDOFF_HEADS[lang]
@@ -312,13 +329,16 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     ``view`` reads the whole request, ``content`` the request without its instruction message.
     """
     serialized = view.text
-    if draw(seed, "refuse", hashlib.sha256(serialized.encode("utf-8")).hexdigest()) \
+    # A pin extraction draws its losses apart from summaries: the same item can survive one
+    # and not the other, as two different requests to a real model would.
+    salt = "pin:" if form == "pin" else ""
+    if draw(seed, salt + "refuse", hashlib.sha256(serialized.encode("utf-8")).hexdigest()) \
             < profile.refusal_rate:
         return (TextBlock(REFUSAL),), note("summary_refused", content, form=form,
                                            reason="refused")
     basis = " ".join(u.text for u in content.utterances) or content.text
     lang = content.language(basis)
-    loss = _lose(extract(content, lang), profile, seed, lang)
+    loss = _lose(extract(content, lang), profile, seed, lang, salt)
     body = _render(form, loss.kept, lang, _properties(request.tools[0]) if request.tools else [])
     blocks: tuple[Block, ...]
     if isinstance(body, dict):

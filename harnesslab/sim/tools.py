@@ -15,14 +15,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from harnesslab.messages import ToolSchema
+from harnesslab.messages import ToolOutcome, ToolSchema
 from harnesslab.sim.world import World
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    text: str
-    is_error: bool = False
 
 
 def _schema(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSchema:

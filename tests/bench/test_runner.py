@@ -41,7 +41,8 @@ def test_a_filler_states_one_size() -> None:
         FillerSpec()
 
 
-def test_a_crash_is_a_recorded_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_harness_crash_fails_its_turn_and_the_run_goes_on(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     from harnesslab.harness import agent
 
     def boom(self: object, text: str, images: object = ()) -> object:
@@ -50,6 +51,24 @@ def test_a_crash_is_a_recorded_result(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(agent.ReferenceHarness, "turn", boom)
     sc = load_scenario(bundled_dir() / "followup-o1001-zh.yaml")
     r = run_variant(sc, Variant(name="default"), out_dir=tmp_path)
-    assert r.error == "RuntimeError: harness exploded" and not r.expected
+    assert r.error is None and not r.expected
     rec = Record.load(r.record)  # type: ignore[arg-type]
-    assert rec.of_type("run_error")[0]["error"] == "RuntimeError: harness exploded"
+    turns = rec.of_type("turn")
+    assert len(turns) == sum(1 for s in sc.steps if hasattr(s, "user"))
+    assert all(t["failed"] and t["reason"] == "harness raised RuntimeError: harness exploded"
+               and "boom" in t["traceback"] for t in turns)
+
+
+def test_a_crash_outside_a_turn_is_a_recorded_result(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from harnesslab.harness import agent
+
+    def boom(self: object, exchanges: object) -> None:
+        raise RuntimeError("preload exploded")
+
+    monkeypatch.setattr(agent.ReferenceHarness, "preload", boom)
+    sc = load_scenario(bundled_dir() / "followup-after-filler-zh.yaml")
+    r = run_variant(sc, Variant(name="default"), out_dir=tmp_path)
+    assert r.error == "RuntimeError: preload exploded" and not r.expected
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    assert rec.of_type("run_error")[0]["error"] == "RuntimeError: preload exploded"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnesslab.bench.doors import harness_context
 from harnesslab.events import ListSink
 from harnesslab.harness.agent import ReferenceHarness
 from harnesslab.harness.config import HarnessConfig
@@ -28,6 +29,10 @@ THANKS = "Thanks!"
 SHORT = "Please keep it short from now on."
 TRACE = "Show me the full trace of O-1001."
 LISI_ADDRESS = "我是李四，帮我查一下我的收货地址。"
+# Constraints that only the lexicon knows (no default phrase in them): a harness can keep them
+# only by asking the model, never by matching the fake model's phrase list.
+TERSE = "别啰嗦。"
+EXPAND = "以后展开讲讲。"
 
 LEXICON: dict[str, Intent] = {
     WHERE: Intent(Act.ORDER_STATUS, order="O-1001"),
@@ -37,6 +42,8 @@ LEXICON: dict[str, Intent] = {
     SHORT: Intent(Act.SET_CONSTRAINT, constraints=(Constraint.BREVITY,)),
     TRACE: Intent(Act.ASK_TRACE, order="O-1001"),
     LISI_ADDRESS: Intent(Act.ASK_ADDRESS, claims=(Claim(ClaimKind.IDENTITY, "U-2"),)),
+    TERSE: Intent(Act.SET_CONSTRAINT, constraints=(Constraint.BREVITY,)),
+    EXPAND: Intent(Act.SET_CONSTRAINT, constraints=(Constraint.DETAILED,)),
 }
 
 WORLD: dict[str, Any] = {
@@ -57,6 +64,15 @@ WORLD: dict[str, Any] = {
 }
 
 
+@dataclass(frozen=True)
+class Turn:
+    text: str
+    failed: bool
+    reason: str
+    first_call: int
+    last_call: int
+
+
 @dataclass
 class Rig:
     harness: ReferenceHarness
@@ -64,8 +80,27 @@ class Rig:
     world: World
     endpoint: Endpoint
 
+    def turn(self, text: str) -> Turn:
+        """A turn, with the endpoint call numbers it spanned (as the runner records them)."""
+        first = self.endpoint.calls + 1
+        res = self.harness.turn(text)
+        return Turn(res.text, res.failed, res.reason, first, self.endpoint.calls)
+
     def types(self) -> list[str]:
-        return [e["type"] for e in self.sink.events]
+        """Event types, without the harness's tool_policy notes (one per tool call)."""
+        return [e["type"] for e in self.sink.events if e["type"] != "tool_policy"]
+
+    def tools(self) -> list[dict[str, Any]]:
+        """Per tool call, the harness's decision merged with the recorded run (a refused call
+        has no run)."""
+        out, run = [], None
+        for e in self.sink.events:
+            if e["type"] == "tool_call":
+                run = e
+            elif e["type"] == "tool_policy":
+                out.append({**(run or {}), **e} if e["identity"] != "refused" else dict(e))
+                run = None
+        return out
 
     def calls(self, purpose: str | None = None) -> list[dict[str, Any]]:
         return [e for e in self.sink.events if e["type"] in ("model_call", "overflow")
@@ -73,18 +108,19 @@ class Rig:
 
 
 def rig(*, service: ServiceProfile | str = "openai-128k", summarizer: SummarizerProfile | None = None,
-        workdir: Path | None = None, user_id: str = "U-1", tools: tuple[str, ...] | None = None,
+        extractor: SummarizerProfile | None = None, workdir: Path | None = None,
+        user_id: str = "U-1", tools: tuple[str, ...] | None = None,
         **settings: Any) -> Rig:
     """A reference harness serving session ``s1`` for ``user_id`` in the test world."""
     world = World(WorldSpec.model_validate(WORLD))
     cache = TokenCache()
     sink = ListSink()
-    model = FakeModel(LEXICON, summarizer=summarizer,
+    model = FakeModel(LEXICON, summarizer=summarizer, extractor=extractor,
                       max_ages={t: world.max_age(t) for t in TOOLS})
     endpoint = Endpoint(SimulatedService(service, cache), model, sink)
-    harness = ReferenceHarness(HarnessConfig(**settings), endpoint, ToolBox(world, tools),
-                               world.clock, sink, session_id=SID, user_id=user_id,
-                               workdir=workdir, cache=cache)
+    ctx = harness_context(endpoint, ToolBox(world, tools), world.clock, sink, session_id=SID,
+                          user_id=user_id, workdir=workdir, cache=cache)
+    harness = ReferenceHarness(ctx, HarnessConfig(**settings))
     return Rig(harness, sink, world, endpoint)
 
 

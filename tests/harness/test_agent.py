@@ -51,7 +51,7 @@ def hints(m: Message) -> list[str]:
 def test_turn_layout_is_user_then_one_assistant_message_per_reply() -> None:
     r = rig()
     h = r.harness
-    res = h.turn(WHERE)
+    res = r.turn(WHERE)
     assert (res.text, res.failed, res.reason, res.first_call, res.last_call) == \
         (ANSWER_1001, False, "", 1, 2)
     assert layout(h.context) == [
@@ -278,9 +278,10 @@ LI_ADDRESS = "北京市朝阳区建国路88号"
 def test_identity_bind_overrides_the_claimed_user() -> None:
     r = rig()
     res = r.harness.turn(LISI_ADDRESS)
-    (ev,) = r.sink.of_type("tool_call")
-    assert (ev["args"], ev["acting_user"], ev["session_user"], ev["identity"], ev["is_error"]) == \
-        ('{"user_id": "U-2"}', "U-1", "U-1", "overridden", False)
+    (ev,) = r.tools()
+    # The tool ran with the session's user, whatever the model passed.
+    assert (ev["claimed"], ev["args"], ev["acting_user"], ev["session_user"], ev["identity"],
+            ev["is_error"]) == ("U-2", '{"user_id": "U-1"}', "U-1", "U-1", "overridden", False)
     (result,) = results(r.harness.context)
     assert result.output == ('{"tool": "get_user_profile", "as_of": "2026-11-28T10:00:00+08:00", '
                              '"user_id": "U-1", "name": "张三", "phone": "13800000001", '
@@ -292,8 +293,9 @@ def test_identity_bind_overrides_the_claimed_user() -> None:
 def test_identity_refuse_is_an_error_result_the_model_sees() -> None:
     r = rig(identity="refuse")
     res = r.harness.turn(LISI_ADDRESS)
-    (ev,) = r.sink.of_type("tool_call")
-    assert (ev["acting_user"], ev["identity"], ev["is_error"]) == ("U-1", "refused", True)
+    (ev,) = r.tools()
+    assert (ev["identity"], ev["claimed"]) == ("refused", "U-2")
+    assert r.sink.of_type("tool_call") == []  # refused: the tool never ran
     expected = ToolResultBlock(ev["id"], "get_user_profile",
                                '{"tool": "get_user_profile", "as_of": "2026-11-28T10:00:00+08:00", '
                                '"error": "user_id U-2 does not match the verified session"}', True)
@@ -306,7 +308,7 @@ def test_identity_refuse_is_an_error_result_the_model_sees() -> None:
 def test_identity_trust_lets_the_claimed_user_through() -> None:
     r = rig(identity="trust")
     res = r.harness.turn(LISI_ADDRESS)
-    (ev,) = r.sink.of_type("tool_call")
+    (ev,) = r.tools()
     assert (ev["acting_user"], ev["session_user"], ev["identity"]) == ("U-2", "U-1", "trusted")
     (result,) = results(r.harness.context)
     assert f'"user_id": "U-2", "name": "李四", "phone": "13900000002", "address": "{LI_ADDRESS}"' \
@@ -317,7 +319,7 @@ def test_identity_trust_lets_the_claimed_user_through() -> None:
 def test_identity_same_user_is_bound_not_overridden() -> None:
     r = rig(user_id="U-2")
     r.harness.turn(LISI_ADDRESS)
-    (ev,) = r.sink.of_type("tool_call")
+    (ev,) = r.tools()
     assert (ev["acting_user"], ev["identity"], ev["is_error"]) == ("U-2", "bound", False)
 
 
@@ -338,7 +340,7 @@ def _overflow_rig(**kw: Any) -> Rig:
 def test_overflow_fails_the_turn_and_the_next_turn_runs() -> None:
     r = _overflow_rig()
     h = r.harness
-    res = h.turn(TRACE)
+    res = r.turn(TRACE)
     assert (res.text, res.failed, res.reason, res.first_call, res.last_call) == \
         ("", True, "overflow", 1, 2)
     (ov,) = r.sink.of_type("overflow")
@@ -348,7 +350,7 @@ def test_overflow_fails_the_turn_and_the_next_turn_runs() -> None:
     assert layout(h.context)[-1] == ("assistant", ["HintBlock", "ToolCallBlock", "ToolResultBlock"])
     assert estimate_with(h, Message.text("user", WHERE)) == 1090
 
-    res = h.turn(WHERE)
+    res = r.turn(WHERE)
     assert (res.text, res.failed, res.first_call, res.last_call) == (ANSWER_1001, False, 3, 4)
     (comp,) = r.sink.of_type("compaction")
     assert (comp["estimate"], comp["summary"], comp["removed"], comp["kept"]) == (1090, "", 2, 1)
@@ -357,7 +359,7 @@ def test_overflow_fails_the_turn_and_the_next_turn_runs() -> None:
 
 def test_retry_on_overflow_compacts_and_retries_once() -> None:
     r = _overflow_rig(retry_on_overflow=True)
-    res = r.harness.turn(TRACE)
+    res = r.turn(TRACE)
     # The compaction dropped the question with the trace (nothing protects it), so the retried
     # call is answered with a clarification; the turn itself succeeds.
     assert (res.text, res.failed, res.first_call, res.last_call) == (CLARIFY, False, 1, 3)
@@ -371,7 +373,7 @@ def test_retry_on_overflow_gives_up_after_one_retry() -> None:
     tiny = get_profile("openai-128k").with_overrides(window=300, max_output=100,
                                                      default_output=100)
     r = rig(service=tiny, strategy="truncate", retry_on_overflow=True)
-    res = r.harness.turn(THANKS)
+    res = r.turn(THANKS)
     assert (res.failed, res.reason, res.first_call, res.last_call) == (True, "overflow", 1, 2)
     assert r.types() == ["hint", "overflow", "compaction", "hint", "overflow"]
 
@@ -380,10 +382,10 @@ def test_overflow_without_retry_does_not_compact() -> None:
     tiny = get_profile("openai-128k").with_overrides(window=300, max_output=100,
                                                      default_output=100)
     r = rig(service=tiny, strategy="truncate")
-    res = r.harness.turn(THANKS)
+    res = r.turn(THANKS)
     assert (res.failed, res.reason) == (True, "overflow")
     assert r.types() == ["hint", "overflow"]
-    res = r.harness.turn(THANKS)
+    res = r.turn(THANKS)
     assert (res.failed, res.reason, res.first_call, res.last_call) == (True, "overflow", 2, 2)
     assert r.types() == ["hint", "overflow", "overflow"]
 
@@ -402,7 +404,7 @@ def test_two_identical_runs_give_identical_event_streams() -> None:
     (replies, first), (_, second) = _session(), _session()
     assert [t[:21] for t in replies] == ["You're welcome. Anyth", "Order O-1001 is in_tr",
                                          "Order O-1001 is in_tr", "张三的收货地址：上海市浦东新区世纪大道10"]
-    assert [e["type"] for e in first] == [
+    assert [e["type"] for e in first if e["type"] != "tool_policy"] == [
         "hint", "model_call", "model_call", "tool_call", "model_call",
         "hint", "model_call", "tool_call", "model_call", "compaction", "model_call",
         "model_call", "compaction", "hint", "model_call", "tool_call", "model_call"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harnesslab.harness.compaction import STRATEGIES, make_strategy, register
-from harnesslab.harness.prompts import DEFAULT
+from harnesslab.harness.prompts import DEFAULT, SUMMARY_TOOL
 from harnesslab.messages import (
     HintBlock,
     Message,
@@ -19,11 +19,10 @@ from harnesslab.messages import (
     ToolResultBlock,
     message_to_dict,
 )
-from harnesslab.sim.intents import SUMMARY_TOOL
 from harnesslab.sim.service import get_profile
 from harnesslab.sim.summarizer import REFUSAL, SummarizerProfile
 from harnesslab.tokens import Bytes4Rule
-from tests.harness.support import SHORT, THANKS, WHERE, WHERE_2, Rig, layout, rig
+from tests.harness.support import EXPAND, SHORT, TERSE, THANKS, WHERE, WHERE_2, Rig, layout, rig
 
 TRUNCATED = "<system-info>Some earlier messages were truncated for limited context.</system-info>"
 FAILING = SummarizerProfile(profile="failing")
@@ -63,9 +62,7 @@ def loaded(**kw: Any) -> Rig:
     r = rig(tools=("track_order",), trigger_ratio=0.5, context_size=486, reserve_ratio=0.4,
             **kw)
     r.harness.inject(history())
-    # The pinned board is part of every request: 13 tokens more.
-    assert r.harness.estimate(r.harness.request()) == (256 if kw.get("strategy") == "pinned"
-                                                       else 243)
+    assert r.harness.estimate(r.harness.request()) == 243
     return r
 
 
@@ -366,61 +363,109 @@ def test_none_never_compacts() -> None:
 
 # --- pinned --------------------------------------------------------------------------------------
 
-def _board(r: Rig) -> Message:
-    return r.harness.request().messages[0]
+DROP_CONSTRAINTS = SummarizerProfile(profile="lossy", drop={"constraint": 1.0})
 
 
-def test_pinned_board_tags_in_last_mention_order() -> None:
-    r = rig(strategy="pinned", tools=("track_order",))
+def _pinned(strategy: str = "pinned", **kw: Any) -> Rig:
+    """Room to spare (compactions are forced with ``_compact``); the reserve keeps a2, u3, a3."""
+    return rig(strategy=strategy, tools=("track_order",), context_size=2000, reserve_ratio=0.09,
+               **kw)
+
+
+def _compact(r: Rig) -> None:
     h = r.harness
-    h.inject([Message.text("user", "Where is O-1001? Keep it short.", id="u1"),
-              Message.text("assistant", "O-1001 and O-1002 are on their way.", id="a1")])
-    assert _board(r) == Message("assistant", (HintBlock(
-        "[pinned] [constraint:brevity] entities: O-1001 O-1002", source="pinned"),), name="pinned")
-    h.inject([Message.text("user", "And O-1001 again, please answer in English.", id="u2")])
-    assert _board(r).content == (HintBlock(
-        "[pinned] [constraint:brevity] [constraint:english] entities: O-1002 O-1001",
-        source="pinned"),)
+    assert h.strategy.compact(h, h.estimate(h.request())) is True
 
 
-def test_pinned_latest_of_a_conflicting_pair_wins() -> None:
-    r = rig(strategy="pinned", tools=("track_order",))
-    r.harness.inject([Message.text("user", "Keep it short.", id="u1")])
-    r.harness.inject([Message.text("user", "Tell me in detail.", id="u2")])
-    assert _board(r).content == (HintBlock("[pinned] [constraint:detailed]", source="pinned"),)
-    # Within one text as well: the last mention decides.
-    r = rig(strategy="pinned", tools=("track_order",))
-    r.harness.inject([Message.text(
-        "user", "In detail about O-1001? No, keep it short. Well, in detail after all.")])
-    assert _board(r).content == (HintBlock("[pinned] [constraint:detailed] entities: O-1001",
-                                           source="pinned"),)
-    # A published tag counts as a mention.
-    r.harness.inject([Message.text("assistant", "[constraint:brevity] noted")])
-    assert _board(r).content == (HintBlock("[pinned] [constraint:brevity] entities: O-1001",
-                                           source="pinned"),)
+def _exchanges(constraint: str) -> list[Message]:
+    return [m if m.id != "u2" else Message.text("user", constraint, id="u2") for m in history()]
 
 
-def test_pinned_board_survives_compaction_right_after_the_summary() -> None:
-    r = loaded(strategy="pinned", summarizer=FAILING)
+def _purposes(r: Rig) -> list[str]:
+    return [e["purpose"] for e in r.calls()]
+
+
+def test_pinned_sends_no_board_before_any_compaction() -> None:
+    r = _pinned()
+    r.harness.inject(_exchanges(TERSE)[:2])
+    assert r.harness.request().messages == r.harness.context
+
+
+def test_pinned_keeps_a_constraint_known_only_to_the_lexicon_through_a_lossy_summary() -> None:
+    r = _pinned(summarizer=DROP_CONSTRAINTS)
     h = r.harness
-    h.maintain()
-    assert [m.id for m in h.context] == ["u2", "a2", "u3", "a3"]
+    h.inject(_exchanges(TERSE))
+    _compact(r)
+    # The model is asked for the pins first, then for the summary.
+    assert _purposes(r) == ["pin", "summary"]
+    pin_req = r.calls("pin")[0]["request"]
+    assert pin_req.messages[-1].plain_text() == DEFAULT.pin_request
+    assert TERSE in [m.plain_text() for m in pin_req.messages]
+    assert all(m.id != "u2" for m in h.context)          # the constraint's message is gone
+    assert "[constraint:brevity]" not in h.summary      # and the lossy summary dropped it
+    board = h.request().messages[0]
+    assert board.name == "pinned"
+    (pin,) = r.sink.of_type("pin")
+    assert board.content == (HintBlock(pin["board"], source="pinned"),)
+    assert "[constraint:brevity]" in pin["board"] and "O-1001" in pin["board"]
+    assert len(r.turn(WHERE).text) <= 60                # still brief
+
+    # The control: the same without the board answers at length.
+    plain = _pinned("structured", summarizer=DROP_CONSTRAINTS)
+    plain.harness.inject(_exchanges(TERSE))
+    _compact(plain)
+    assert len(plain.turn(WHERE).text) >= 120
+
+
+def test_pinned_board_loses_what_a_lossy_extraction_loses() -> None:
+    r = _pinned(summarizer=DROP_CONSTRAINTS, extractor=DROP_CONSTRAINTS)
+    r.harness.inject(_exchanges(TERSE))
+    _compact(r)
+    (pin,) = r.sink.of_type("pin")
+    assert "[constraint:brevity]" not in pin["board"]
+    assert len(r.turn(WHERE).text) >= 120
+
+
+def test_pinned_later_constraint_replaces_the_earlier_one_on_the_board() -> None:
+    r = _pinned(summarizer=DROP_CONSTRAINTS)
+    h = r.harness
+    h.inject(_exchanges(TERSE))
+    _compact(r)
+    h.inject([Message.text("user", EXPAND, id="u4"), Message.text("assistant", "OK.", id="a4")])
+    # Before the next compaction the newer instruction sits after the board and wins.
+    assert len(r.turn(WHERE).text) >= 120
+    h.inject(history()[4:])
+    _compact(r)
+    assert _purposes(r).count("pin") == 2 == len(r.sink.of_type("compaction"))
+    board = r.sink.of_type("pin")[-1]["board"]
+    assert "[constraint:detailed]" in board and "[constraint:brevity]" not in board
+    assert all(m.id != "u4" for m in h.context)
+    assert len(r.turn(WHERE).text) >= 120
+
+
+def test_pinned_board_is_renewed_with_every_summary_even_a_failed_one() -> None:
+    r = _pinned(summarizer=FAILING)
+    h = r.harness
+    h.inject(_exchanges(TERSE))
+    _compact(r)
     req = h.request()
     assert req.summary == TRUNCATED
     # O-1001 and its question were dropped with the summary failure; the board still has them.
-    assert req.messages[0].content == (HintBlock(
-        "[pinned] [constraint:brevity] entities: O-1001 O-1002", source="pinned"),)
+    assert "O-1001" in str(req.messages[0].content[0].hint)  # type: ignore[union-attr]
     assert req.messages[1:] == h.context
-    # The board is what the model reads between the summary and the kept messages.
-    last = h.turn(THANKS)
-    assert last.failed is False
+    assert r.calls("reply") == []
+    assert r.turn(THANKS).failed is False
     assert r.calls("reply")[-1]["request"].messages[0].name == "pinned"
 
 
-def test_pinned_without_anything_found_sends_no_board() -> None:
-    r = rig(strategy="pinned", tools=("track_order",))
-    r.harness.inject([Message.text("user", THANKS)])
-    assert r.harness.request().messages == r.harness.context
+def test_pinned_state_round_trips() -> None:
+    r = _pinned(summarizer=DROP_CONSTRAINTS)
+    r.harness.inject(_exchanges(TERSE))
+    _compact(r)
+    fresh = _pinned(summarizer=DROP_CONSTRAINTS)
+    fresh.harness.load_state(json.loads(json.dumps(r.harness.save_state())))
+    assert fresh.harness.request() == r.harness.request()
+    assert fresh.harness.save_state() == r.harness.save_state()
 
 
 # --- codex ---------------------------------------------------------------------------------------
@@ -442,8 +487,9 @@ def test_codex_trigger_is_last_usage_plus_bytes_over_4_of_later_items() -> None:
     at, above = _codex(358), _codex(359)
     at.harness.turn(THANKS)
     above.harness.turn(THANKS)
-    assert [e["type"] for e in at.sink.events][4:6] == ["model_call", "compaction"]
-    assert dict(at.sink.events[4]["request"].meta)["purpose"] == "summary"
+    events = [e for e in at.sink.events if e["type"] != "tool_policy"]
+    assert [e["type"] for e in events][4:6] == ["model_call", "compaction"]
+    assert dict(events[4]["request"].meta)["purpose"] == "summary"
     assert above.sink.of_type("compaction") == []
 
 

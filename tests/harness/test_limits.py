@@ -108,7 +108,7 @@ def test_truncation_rule(output: str, limit: int) -> None:
 def test_truncation_happens_when_the_result_is_saved() -> None:
     r = rig(tools=("get_logistics_trace",), tool_result_limit=100)
     r.harness.turn(TRACE)
-    (ev,) = r.sink.of_type("tool_call")
+    (ev,) = r.tools()
     full = ev["result"]
     n = bytes4(full)
     assert (ev["truncated"], n) == (True, 804)
@@ -131,7 +131,7 @@ def test_codex_strategy_uses_head_tail_truncation() -> None:
     r = rig(tools=("get_logistics_trace",), strategy="codex",
             codex={"tool_output_limit": 100})
     r.harness.turn(TRACE)
-    (ev,) = r.sink.of_type("tool_call")
+    (ev,) = r.tools()
     (res,) = results(r.harness.context)
     assert ev["truncated"] is True
     assert res.output == head_tail_truncate(ev["result"], 100)[0]
