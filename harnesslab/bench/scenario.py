@@ -395,5 +395,6 @@ def scenario_paths(paths: list[str]) -> list[Path]:
 
 
 def bundled_dir() -> Path:
-    """The bundled suite: ``scenarios/`` beside the package (a source checkout)."""
-    return Path(__file__).resolve().parents[2] / "scenarios"
+    """The bundled suite: package data (``harnesslab/scenarios``; ``scenarios/`` at the top of
+    a checkout links to it), so an installed package runs it outside a checkout."""
+    return Path(__file__).resolve().parents[1] / "scenarios"
