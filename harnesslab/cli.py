@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from harnesslab.errors import HarnessLabError, InputError, TokenizerUnavailable
 
@@ -66,29 +67,87 @@ def _parse_sets(items: list[str] | None) -> dict[str, object]:
     return out
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _run_dir(out: str | None) -> tuple[Path, Path | None]:
+    """The folder a run writes: ``--out`` (new or empty), or ``runs/<timestamp>/`` with
+    ``runs/latest`` pointing at it. Checked before anything runs."""
+    if out is not None:
+        path = Path(out)
+        if path.exists() and not path.is_dir():
+            raise InputError("is a file; expected a folder for the records", field="--out",
+                             file=out)
+        if path.is_dir() and any(path.iterdir()):
+            raise InputError("already holds files; a run writes a new or empty folder, so that "
+                             "its summary describes exactly its runs", field="--out", file=out)
+        _writable(path, "--out")
+        return path, None
+    import datetime
 
+    root = Path("runs")
+    # The wall clock names the folder only; nothing inside a record depends on it.
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path, n = root / stamp, 1
+    while path.exists():
+        n += 1
+        path = root / f"{stamp}-{n}"
+    _writable(path, "--out")
+    return path, root / "latest"
+
+
+def _writable(path: Path, field: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".harnesslab-write-test"
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as e:
+        raise InputError(f"cannot write there: {e.strerror or e}", field=field,
+                         file=str(path)) from None
+
+
+def _point_latest(link: Path, target: Path) -> None:
+    try:
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target.name, target_is_directory=True)
+    except OSError:
+        pass  # a filesystem without symlinks: the timestamped folder is still printed
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
     from harnesslab.bench.report_text import format_results
-    from harnesslab.bench.scenario import bundled_dir, load_scenario, scenario_paths
-    from harnesslab.bench.settings import resolve_settings
+    from harnesslab.bench.scenario import Scenario, Variant, bundled_dir, load_scenario, scenario_paths
+    from harnesslab.bench.settings import resolve, resolve_settings
 
     paths = scenario_paths(args.paths or [str(bundled_dir())])
     if not paths:
         raise InputError("no scenario files found", field="PATH")
     cli_set = _parse_sets(args.set)
-    # Bad input is found before anything runs: every file loads, every variant resolves.
+    try:
+        resolve([cli_set])  # a bad --set is the command line's fault, not a scenario's
+    except InputError as e:
+        raise InputError(e.problem, field=f"--set {e.field}" if e.field else "--set") from None
+    # Bad input is found before anything runs: every file loads, every chosen variant exists
+    # and resolves.
     scenarios = [(p, load_scenario(p)) for p in paths]
+    wanted = set(args.variant or [])
+    known = {v.name for _, sc in scenarios for v in sc.variants}
+    for name in sorted(wanted - known):
+        raise InputError(f"no variant {name!r} in the chosen scenarios; they have: "
+                         f"{', '.join(sorted(known))}", field="--variant")
+    tasks: list[tuple[Path, Scenario, Variant, int]] = []
     for p, sc in scenarios:
         for v in sc.variants:
+            if wanted and v.name not in wanted:
+                continue
             try:
                 resolve_settings(sc, v, cli_set)
             except InputError as e:
-                raise InputError(e.problem, file=str(p), field=e.field or "--set") from None
-    seeds = list(range(args.seed, args.seed + args.seeds))
-    out = Path(args.out)
-    tasks = [(p, sc, v, seed) for p, sc in scenarios for v in sc.variants
-             if not args.variant or v.name in args.variant for seed in seeds]
+                raise InputError(f"with the command line's settings: {e.problem}" if cli_set
+                                 else e.problem, file=str(p),
+                                 field=f"variants.{v.name}.{e.field}" if e.field
+                                 else f"variants.{v.name}") from None
+            tasks.extend((p, sc, v, seed) for seed in range(args.seed, args.seed + args.seeds))
+    out, latest = _run_dir(args.out)
     from harnesslab.bench.runner import run_variant
     from harnesslab.bench.suite import write_summary
 
@@ -106,10 +165,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if progress is not None:
         progress.close()
     summary = write_summary(results, out)
+    if latest is not None:
+        _point_latest(latest, out)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=2))
     else:
-        print(format_results(results), end="")
+        print(format_results(results, summary), end="")
         print(f"records and summary: {out}")
     return 0 if all(r.expected for r in results) else 1
 
@@ -131,8 +192,11 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harnesslab import __version__
+
     p = _Parser(prog="harnesslab", description="A test-bench for the context management of "
                 "LLM agent harnesses.")
+    p.add_argument("--version", action="version", version=f"harnesslab {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     t = sub.add_parser(
         "tokens", help="compare bytes4/chars4 estimates with real tokenizers on files",
@@ -155,13 +219,15 @@ def build_parser() -> argparse.ArgumentParser:
                        "outcome is not the expected one, 2 on bad input.")
     r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a setting for every variant (repeatable), e.g. "
-                   "context_size=8192, strategy=truncate, service=qwen-131k")
+                   help="a setting for every variant (repeatable), beneath each variant's own "
+                   "settings, e.g. context_size=8192, strategy=pinned, service=qwen-131k, "
+                   "harness=path/to/my_harness.py:MyHarness")
     r.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     r.add_argument("--seeds", type=_positive_int, default=1, help="how many seeds (default 1)")
     r.add_argument("--variant", action="append", metavar="NAME", help="only these variants")
-    r.add_argument("--out", default="runs/latest", metavar="DIR",
-                   help="where records and summary.json go (default runs/latest)")
+    r.add_argument("--out", metavar="DIR", help="a new or empty folder for the records and "
+                   "summary.json (default: a new runs/<timestamp>/, with runs/latest pointing at "
+                   "it)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.set_defaults(func=_cmd_run)
 

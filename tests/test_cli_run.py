@@ -21,7 +21,9 @@ def test_run_prints_checks_outcomes_and_metrics(tmp_path: Path) -> None:
     p = cli("run", SCENARIO, "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0].split()[:5] == ["scenario", "variant", "checks", "outcome", "follow-up"]
+    assert lines[0].split()[:13] == ["scenario", "variant", "role", "harness", "strategy", "ctx",
+                                     "trig", "estimator", "service", "checks", "outcome",
+                                     "follow-up", "retention"]
     default = next(ln for ln in lines if " default " in ln)
     assert "10/10" in default and "as expected" in default and "1.00" in default
     truncate = next(ln for ln in lines if "truncate-small-window" in ln)
@@ -53,7 +55,7 @@ def test_seeds_are_pooled(tmp_path: Path) -> None:
 def test_bad_set_value_is_one_line_exit_2(tmp_path: Path) -> None:
     p = cli("run", SCENARIO, "--out", str(tmp_path), "--set", "context_size=big")
     assert p.returncode == 2
-    assert p.stderr.strip() == (f"harnesslab run: error: {SCENARIO}: context_size: Input should "
+    assert p.stderr.strip() == ("harnesslab run: error: --set context_size: Input should "
                                 "be a valid integer, unable to parse string as an integer")
     p = cli("run", SCENARIO, "--out", str(tmp_path), "--set", "strategy")
     assert p.returncode == 2 and "expected key=value" in p.stderr

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import harnesslab
 
 ROOT = Path(harnesslab.__file__).parent
@@ -35,6 +37,24 @@ def test_sim_and_harness_know_nothing_of_bench_or_report() -> None:
     bad = offenders("sim", ("harnesslab.bench", "harnesslab.report", "harnesslab.harness"))
     bad += offenders("harness", ("harnesslab.bench", "harnesslab.report"))
     assert not bad
+
+
+def test_the_harness_imports_nothing_from_the_simulated_world() -> None:
+    # The system under test gets only what a real harness gets (design 2): no fake-model
+    # vocabulary, no world, no service.
+    assert offenders("harness", ("harnesslab.sim",)) == []
+    assert offenders("adapters", ("harnesslab.sim",)) == []
+
+
+def test_the_offender_scan_sees_a_forbidden_import(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The control for the test above: a harness module that imports the fake model is caught.
+    pkg = tmp_path / "harness"
+    pkg.mkdir()
+    (pkg / "leaky.py").write_text("from harnesslab.sim.intents import CONSTRAINT_PHRASES\n")
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    assert offenders("harness", ("harnesslab.sim",)) == \
+        ["harness/leaky.py imports harnesslab.sim.intents"]
 
 
 def test_importing_harnesslab_loads_no_heavy_package() -> None:

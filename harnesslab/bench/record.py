@@ -234,9 +234,13 @@ class Record:
         """Read a record file; a bad one gives one line naming the file and line."""
         p = Path(path)
         try:
-            lines = p.read_text(encoding="utf-8").splitlines()
+            text = p.read_text(encoding="utf-8")
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+        except UnicodeDecodeError:
+            raise InputError("not a harnesslab record (not UTF-8 text)", file=str(p)) from None
+        lines = text.splitlines()
+        last = len(lines)
         header: dict[str, Any] | None = None
         events: list[dict[str, Any]] = []
         blobs: dict[str, Any] = {}
@@ -246,7 +250,12 @@ class Record:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise InputError(f"invalid JSON: {e.msg}", file=str(p), line=n) from None
+                if n == last and not text.endswith("\n"):
+                    raise InputError("truncated record: the last line is incomplete (the run was "
+                                     "stopped while writing it); every line before it is intact",
+                                     file=str(p), line=n) from None
+                raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(p),
+                                 line=n) from None
             if not isinstance(obj, dict) or "type" not in obj:
                 raise InputError("expected an event object with a 'type'", file=str(p), line=n)
             if header is None:

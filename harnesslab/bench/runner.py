@@ -62,6 +62,7 @@ class RunResult:
     settings: dict[str, Any] = field(default_factory=dict)  # the effective key settings
     overridden: list[str] = field(default_factory=list)     # command-line keys the variant set
     control: bool = False                                    # the variant expects failures
+    role: str = "baseline"                                   # baseline, control or fix
 
     @property
     def expected(self) -> bool:
@@ -77,6 +78,7 @@ class RunResult:
                 "expected": self.expected, "all_passed": self.all_passed, "error": self.error,
                 "unexpected": self.verdict.unexpected if self.verdict else [],
                 "settings": self.settings, "overridden": self.overridden, "control": self.control,
+                "role": self.role,
                 "checks": [c.to_dict() for c in self.checks], "metrics": self.metrics}
 
 
@@ -145,7 +147,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                           path)
     result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale,
                        settings=key_settings(settings), overridden=overridden(variant, cli_set),
-                       control=bool(variant.expect_fail))
+                       control=bool(variant.expect_fail), role=variant.kind)
     try:
         _drive(sc, settings, world, writer, seed, path.parent if path else None, on_step)
         result.checks = evaluate(writer.record, sc)

@@ -205,20 +205,32 @@ class Variant(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
     set: dict[str, Any] = Field(default_factory=dict, description="Setting overrides: harness "
-                                "fields (strategy, context_size, codex.auto_compact_limit, ...), "
-                                "service / service.<field>, summarizer / summarizer.<field>")
+                                "fields (harness, strategy, context_size, "
+                                "codex.auto_compact_limit, ...), service / service.<field>, "
+                                "summarizer / extractor (.<field>); they win over the command "
+                                "line")
     expect_fail: list[str] = Field(default_factory=list, description="Check kinds (at least "
                                    "one such check fails) or check ids s<step>.<kind> (that "
                                    "check fails); every other check must pass")
     expect: Literal["pass"] | None = Field(default=None, description="'pass': every check is "
                                            "expected to pass (the default when expect_fail is "
                                            "empty)")
+    role: Literal["baseline", "control", "fix"] | None = Field(
+        default=None, description="What the variant shows: a control (its checks must fail), "
+        "a fix (the setting that repairs a control's failure), or a baseline; null: control "
+        "when expect_fail is set, else baseline")
 
     @model_validator(mode="after")
     def _consistent(self) -> Variant:
         if self.expect == "pass" and self.expect_fail:
             raise ValueError("expect: pass contradicts a non-empty expect_fail")
+        if self.role == "control" and not self.expect_fail:
+            raise ValueError("a control names the checks expected to fail (expect_fail)")
         return self
+
+    @property
+    def kind(self) -> str:
+        return self.role or ("control" if self.expect_fail else "baseline")
 
 
 class Scenario(_Strict):
@@ -332,7 +344,8 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
 
             resolve_settings(sc, v)
         except InputError as e:
-            errs.append((("variants", vi, "set") + ((e.field,) if e.field else ()), e.problem))
+            errs.append((("variants", vi, "set") + ((e.field,) if e.field else ()),
+                         f"in variant {v.name!r}: {e.problem}"))
     return errs
 
 
@@ -340,11 +353,21 @@ def load_scenario(path: str | Path) -> Scenario:
     """Load and validate one scenario file; raises InputError (file:line: field: problem)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
     try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise InputError(f"not a UTF-8 text file (byte {e.start}); expected a YAML scenario",
+                         file=str(p), line=line) from None
+    if "\x00" in text:
+        raise InputError("a binary file (it holds NUL bytes); expected a YAML scenario",
+                         file=str(p), line=text[:text.index("\x00")].count("\n") + 1)
+    try:
         node = yaml.compose(text)
+        _no_duplicate_keys(node, str(p))
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -369,6 +392,25 @@ def load_scenario(path: str | Path) -> Scenario:
         raise InputError(problem, file=str(p), line=_node_line(node, loc),
                          field=_loc_text(loc))
     return sc
+
+
+def _no_duplicate_keys(node: yaml.Node | None, file: str, where: str = "") -> None:
+    """YAML lets a later key silently replace an earlier one; in a scenario that hides a
+    mistake (two lexicon entries for one utterance, two ``set`` keys), so it is an error."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            k = str(key.value)
+            if k in seen:
+                what = "duplicate lexicon entry" if where == "lexicon" else "duplicate key"
+                raise InputError(f"{what} {k!r} (first at line {seen[k]})", file=file,
+                                 line=key.start_mark.line + 1,
+                                 field=f"{where}.{k}" if where else k)
+            seen[k] = key.start_mark.line + 1
+            _no_duplicate_keys(value, file, f"{where}.{k}" if where else k)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _no_duplicate_keys(item, file, f"{where}[{i}]")
 
 
 def _is_tag_position(loc: tuple[int | str, ...], part: str) -> bool:

@@ -21,6 +21,8 @@ def summarize(results: Sequence[RunResult]) -> dict[str, Any]:
         passed = sum(r.all_passed for r in runs)
         rows.append({
             "scenario": scenario, "variant": variant, "locale": runs[0].locale, "seeds": n,
+            "role": runs[0].role, "settings": runs[0].settings,
+            "overridden": runs[0].overridden,
             "expected": all(r.expected for r in runs),
             "unexpected": sorted({u for r in runs for u in (r.verdict.unexpected if r.verdict
                                                              else [r.error or "run failed"])}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harnesslab.tokens import ESTIMATOR_NAMES
 
@@ -73,6 +73,22 @@ class HarnessConfig(BaseModel):
                                       "prompt")
     codex: CodexSettings = Field(default_factory=CodexSettings)
 
+    @field_validator("estimator")
+    @classmethod
+    def _estimator(cls, v: str) -> str:
+        if v not in ESTIMATOR_NAMES:
+            raise ValueError(f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}")
+        return v
+
+    @field_validator("strategy")
+    @classmethod
+    def _strategy(cls, v: str) -> str:
+        from harnesslab.harness.compaction import STRATEGIES
+
+        if v not in STRATEGIES:
+            raise ValueError(f"unknown strategy {v!r}; expected one of {', '.join(STRATEGIES)}")
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> HarnessConfig:
         # AgentScope's Agent._validate_configs.
@@ -82,13 +98,6 @@ class HarnessConfig(BaseModel):
                 and self.context_buffer_ratio >= self.trigger_ratio:
             raise ValueError("context_buffer_ratio must be smaller than trigger_ratio while "
                              "runtime hints are on")
-        if self.estimator not in ESTIMATOR_NAMES:
-            raise ValueError(f"estimator must be one of {', '.join(ESTIMATOR_NAMES)}")
-        from harnesslab.harness.compaction import STRATEGIES
-
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {self.strategy!r}; expected one of "
-                             f"{', '.join(STRATEGIES)}")
         budget = self.codex.user_message_budget
         if self.strategy == "codex" and budget is not None and budget >= self.codex_limit:
             # The kept user messages alone would reach the limit again: it would compact on

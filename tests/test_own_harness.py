@@ -1,0 +1,90 @@
+"""The README's "Testing your own harness": its harness, copied out of the README into a
+temporary folder, runs through the bundled suite by command line and from Python, and fails
+the checks the README says it fails, for the reasons it gives."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harnesslab.bench.record import Record
+from harnesslab.bench.runner import run_scenario_file
+from harnesslab.bench.scenario import bundled_dir
+from harnesslab.errors import InputError
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_harness(folder: Path) -> Path:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Testing your own harness"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    path = folder / "my_harness.py"
+    path.write_text(code.group(1), encoding="utf-8")
+    return path
+
+
+def test_the_readme_harness_runs_the_bundled_suite_from_the_command_line(tmp_path: Path) -> None:
+    readme_harness(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "harnesslab.cli", "run", "--set",
+                        "harness=my_harness.py:LastN", "--out", "out"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stderr
+    rows = [ln.split() for ln in p.stdout.splitlines()[1:] if ln and not ln.startswith(" ")]
+    assert {r[3] for r in rows if len(r) > 3 and r[0].endswith("-zh")} == {"LastN"}
+    for line in (
+        "! followup-after-filler-zh/default: s3.resolves failed: resolved nothing",
+        "! stale-logistics-zh/default: s3.fresh_fact failed: stale: fact from "
+        "2026-11-28T10:00:00+08:00 is 1 day, 0:00:00 old",
+        "! tool-output-flood-zh/default: s1.answered failed: turn failed (overflow)",
+        "! image-limit-zh/default: s3.max_images failed: at most 9 images in a request",
+    ):
+        assert line in p.stdout
+    rec = Record.load(tmp_path / "out" / "followup-o1001-zh" / "default" / "seed0.jsonl")
+    assert rec.header["harness_name"] == "LastN"
+    assert rec.header["harness"]["harness"] == "my_harness.py:LastN"
+    # The bench recorded its tool runs although the harness emitted nothing itself.
+    (run,) = rec.of_type("tool_call")
+    assert (run["name"], run["acting_user"]) == ("track_order", "U-1")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["rows"][0]["settings"]["harness"] == "LastN"
+
+
+def test_the_readme_harness_runs_from_python_by_path_and_by_class(tmp_path: Path) -> None:
+    path = readme_harness(tmp_path)
+    scenario = bundled_dir() / "followup-after-filler-zh.yaml"
+    by_path = run_scenario_file(scenario, harness=f"{path}:LastN", variants=["default"],
+                                out_dir=tmp_path / "a")
+    assert [c.id for c in by_path[0].checks if not c.passed] == \
+        ["s3.answered", "s3.mentions", "s3.fresh_fact", "s3.resolves"]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_harness_mod", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["readme_harness_mod"] = module
+    try:
+        spec.loader.exec_module(module)
+        by_class = run_scenario_file(scenario, harness=module.LastN, variants=["default"],
+                                     out_dir=tmp_path / "b")
+    finally:
+        del sys.modules["readme_harness_mod"]
+    assert [c.to_dict() for c in by_class[0].checks] == [c.to_dict() for c in by_path[0].checks]
+    assert by_class[0].settings["harness"] == "LastN"
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("nope", "harness: unknown harness 'nope'; expected one of reference"),
+    ("missing.py:X", "harness: no such file: missing.py"),
+    ("harnesslab.nothing_here:X", "harness: cannot import harnesslab.nothing_here"),
+    ("harnesslab.bench.runner:Nope", "harness: harnesslab.bench.runner has no class 'Nope'"),
+])
+def test_a_bad_harness_choice_is_one_line(spec: str, message: str) -> None:
+    with pytest.raises(InputError, match=re.escape(message)):
+        run_scenario_file(bundled_dir() / "followup-o1001-zh.yaml", harness=spec)
