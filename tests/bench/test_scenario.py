@@ -73,10 +73,12 @@ def test_the_fixture_is_valid(tmp_path: Path) -> None:
     ("order: O-1001}", "order: ref}", r"s\.yaml:15: .*order: expected @ref or an id like O-1001"),
     # unknown setting in a variant
     ("  - name: default", "  - name: default\n    set: {contex_size: 100}",
-     r"s\.yaml:21: variants\[0\]\.set\.contex_size: in variant 'default': unknown setting; expected a harness field"),
+     r"s\.yaml:21: variants\[0\]\.set\.contex_size: in variant 'default': unknown setting; "
+     r"expected a harness field"),
     # a bad value for a setting
     ("  - name: default", "  - name: default\n    set: {trigger_ratio: 2}",
-     r"s\.yaml:21: variants\[0\]\.set\.trigger_ratio: in variant 'default': Input should be less than or equal to 0\.9"),
+     r"s\.yaml:21: variants\[0\]\.set\.trigger_ratio: in variant 'default': Input should be "
+     r"less than or equal to 0\.9"),
     # expect_fail naming no check
     ("  - name: default", "  - name: default\n    expect_fail: [resolves]",
      r"s\.yaml:21: variants\[0\]\.expect_fail\[0\]: no check 'resolves' in this scenario"),
