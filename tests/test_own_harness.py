@@ -62,7 +62,8 @@ def test_the_readme_harness_runs_from_python_by_path_and_by_class(tmp_path: Path
     by_path = run_scenario_file(scenario, harness=f"{path}:LastN", variants=["default"],
                                 out_dir=tmp_path / "a")
     assert [c.id for c in by_path[0].checks if not c.passed] == \
-        ["s3.answered", "s3.mentions", "s3.fresh_fact", "s3.resolves"]
+        ["s3.answered", "s3.mentions", "s3.max_chars", "s3.not_called", "s3.fresh_fact",
+         "s3.resolves"]
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("readme_harness_mod", path)

@@ -73,18 +73,26 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         add("answered", ok, "answered" if ok else
             f"turn failed ({turn['reason']})" if turn["failed"] else
             f"model replied {ann.get('kind')}: {ann.get('reason', '')}")
+    if expect.in_force is not None:
+        seen = ann.get("constraints")
+        needed = sorted(c.value for c in expect.in_force)
+        ok = seen is not None and all(c in seen for c in needed)
+        add("in_force", ok, f"in force in the request: {seen}; expected {needed}")
+    failed = f"turn failed ({turn['reason']})" if turn["failed"] else ""
     if expect.mentions:
         missing = [s for s in expect.mentions if s not in reply]
-        add("mentions", not missing, f"missing {missing}" if missing else "all mentioned")
+        # A failed turn's text (an apology naming the order) mentions nothing it answered.
+        add("mentions", not missing and not failed,
+            failed or (f"missing {missing}" if missing else "all mentioned"))
     if expect.not_mentions:
         found = [s for s in expect.not_mentions if s in reply]
         add("not_mentions", not found, f"mentions {found}" if found else "none mentioned")
     if expect.max_chars is not None:
-        add("max_chars", len(reply) <= expect.max_chars and not turn["failed"],
-            f"{len(reply)} chars (max {expect.max_chars})")
+        add("max_chars", len(reply) <= expect.max_chars and not failed,
+            failed or f"{len(reply)} chars (max {expect.max_chars})")
     if expect.min_chars is not None:
-        add("min_chars", len(reply) >= expect.min_chars,
-            f"{len(reply)} chars (min {expect.min_chars})")
+        add("min_chars", len(reply) >= expect.min_chars and not failed,
+            failed or f"{len(reply)} chars (min {expect.min_chars})")
     # What the model asked for (a harness may refuse to run it): its replies' tool calls.
     called = [b["name"] for e in _turn_calls(rec, step)
               if e["type"] == "model_call" and e["purpose"] == "reply"
@@ -94,7 +102,8 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         add("called", not missing, f"called {called}")
     if expect.not_called:
         bad = [t for t in expect.not_called if t in called]
-        add("not_called", not bad, f"called {called}")
+        # Not calling is a virtue only in a turn that answered.
+        add("not_called", not bad and not failed, failed or f"called {called}")
     if expect.fresh_fact is not None:
         ok, detail = fresh_at(rec, ann.get("cited"), now) if not turn["failed"] else \
             (False, "turn failed")

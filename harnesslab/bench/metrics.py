@@ -7,11 +7,15 @@ Per run (``run_metrics``):
   expectation, where the resolved referent equals the expected one and every check of the turn
   passed / such turns.
 - ``constraint_retention`` = (turn, constraint) pairs where the answer obeys the constraint /
-  pairs, over turns strictly after the turn whose utterance stated the constraint and before
-  one stated its opposite. Obeying: brevity = answered and at most 60 characters; detailed =
-  at least 120; english = no CJK character; chinese = some CJK character.
-- ``entity_fidelity`` = ids (order/user patterns) in answers that exist verbatim in the world
-  and, where the turn expects a referent for that slot, equal it / ids in answers.
+  pairs, over turns strictly after the turn whose utterance stated the constraint, up to the
+  turn that states its opposite (that turn is scored against the new one only from the next
+  turn on). A failed turn (harness failure, clarification, could-not-check) obeys nothing.
+  Obeying: brevity = at most ``BRIEF_MAX_CHARS`` characters; detailed = at least
+  ``LONG_MIN_CHARS`` (the fake model's length rule, ``harnesslab.sim.model``); english = no CJK
+  character; chinese = some CJK character.
+- ``entity_fidelity`` = ids (order/user patterns) in answers that the user's own message of
+  that turn gave, or that exist verbatim in the world and, where the turn expects a referent
+  for that slot, equal it / ids in answers.
 - ``summary_entity_fidelity`` = ids in summaries that appear in the request they summarised /
   ids in summaries.
 - ``stale_fact_rate`` = answers whose cited fact is older than its tool's max_age at answer
@@ -19,7 +23,7 @@ Per run (``run_metrics``):
 - ``wasted_requery_rate`` = tool calls made while the request already showed a result of the
   same tool for the same key that was still within max_age (world clock) / tool calls.
 - ``identity_leak_rate`` = turns whose answer or requests contain another user's private data
-  / turns.
+  / answered turns (plus failed turns that leaked).
 - ``overflow_rate`` = service rejections / model calls attempted.
 - ``trigger_lateness`` = mean over compactions of true tokens of the context when compaction
   fired / (trigger_ratio x the service's true window).
@@ -28,7 +32,7 @@ Per run (``run_metrics``):
   en, mixed or json, ``harnesslab.bench.record.content_kind``) and, in a suite summary, per
   scenario locale.
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
-  + output of summary calls), ``model_calls``.
+  + output of summary calls and pin extractions), ``model_calls``.
 """
 
 from __future__ import annotations
@@ -45,12 +49,11 @@ from typing import Any
 from harnesslab.bench.checks import CheckOutcome, fresh_at, leaks_in_step
 from harnesslab.bench.record import Record
 from harnesslab.messages import ToolResultBlock
-from harnesslab.sim.intents import ID_PATTERNS, REF
+from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, REF, Constraint
+from harnesslab.sim.model import BRIEF_MAX_CHARS, LONG_MIN_CHARS
 
 _ANY_ID = re.compile("|".join(p.pattern for p in ID_PATTERNS.values()))
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-BRIEF_MAX = 60
-LONG_MIN = 120
 
 
 @dataclass(frozen=True)
@@ -110,36 +113,40 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
             ok = all(resolved.get(k) == v for k, v in exp["resolves"].items())
             fu[0] += ok and all(c.passed for c in _turn_checks(checks, t["step"]))
 
-    # constraint retention
+    # constraint retention: from the turn after a constraint is stated, until one replaces it
     cr = [0, 0]
     active: dict[str, int] = {}
-    opposite = {"brevity": "detailed", "detailed": "brevity", "english": "chinese",
-                "chinese": "english"}
     for t in turns:
+        stated = lexicon.get(t["text"], {}).get("constraints", [])
+        for c in stated:
+            active.pop(CONFLICTS[Constraint(c)].value, None)  # replaced from this turn on
         reply = t["reply"] or ""
         for c in active:
             cr[1] += 1
+            if t["failed"]:
+                continue  # a failed turn obeys nothing
             if c == "brevity":
-                ok = not t["failed"] and 0 < len(reply) <= BRIEF_MAX
+                ok = 0 < len(reply) <= BRIEF_MAX_CHARS
             elif c == "detailed":
-                ok = len(reply) >= LONG_MIN
+                ok = len(reply) >= LONG_MIN_CHARS
             elif c == "english":
                 ok = bool(reply) and not _CJK.search(reply)
             else:
                 ok = bool(_CJK.search(reply))
             cr[0] += ok
-        for c in lexicon.get(t["text"], {}).get("constraints", []):
-            active.pop(opposite[c], None)
+        for c in stated:
             active[c] = t["step"]
 
     # entity fidelity (answers, summaries)
     ef = [0, 0]
     for t in turns:
         expected = set((expects.get(str(t["step"]), {}).get("resolves") or {}).values())
+        said = set(_ANY_ID.findall(t["text"]))
         for found in _ANY_ID.findall(t["reply"] or ""):
             ef[1] += 1
             same_slot = {e for e in expected if e[:2] == found[:2]}
-            ef[0] += found in world_ids and (not same_slot or found in same_slot)
+            # Echoing the id the user gave ("could not check O-1010") is faithful.
+            ef[0] += found in said or (found in world_ids and (not same_slot or found in same_slot))
     sef = [0, 0]
     for comp in rec.of_type("compaction"):
         if not comp.get("summary"):
@@ -181,7 +188,9 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
                     wasted[0] += 1
                     break
 
-    leaks = sum(bool(leaks_in_step(rec, t["step"], t["reply"] or "")) for t in turns)
+    # Over answered turns, plus any failed turn that leaked (a leak counts whatever the answer).
+    leaking = {t["step"] for t in turns if leaks_in_step(rec, t["step"], t["reply"] or "")}
+    leak_den = sum(1 for t in turns if not t["failed"] or t["step"] in leaking)
     overflows = rec.of_type("overflow")
 
     # trigger lateness: true tokens of the context when compaction fired / trigger x window
@@ -195,9 +204,10 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         trig = h["harness"]["trigger_ratio"] * profile.window
         lateness = [svc.count_input(rec.request(c["request"])) / trig for c in compactions]
 
-    errors = [(e["estimate"] - e["true_input"]) / e["true_input"] for e in calls
-              if e["true_input"]]
-    summary_calls = [e for e in calls if e["purpose"] == "summary"]
+    estimated = [e for e in calls if e["true_input"] and e["estimate"] is not None]
+    errors = [(e["estimate"] - e["true_input"]) / e["true_input"] for e in estimated]
+    # What compaction costs: summary calls and pin extractions.
+    summary_calls = [e for e in calls if e["purpose"] in ("summary", "pin")]
     return {
         "followup_accuracy": Rate(*fu).to_dict(),
         "constraint_retention": Rate(*cr).to_dict(),
@@ -205,14 +215,14 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         "summary_entity_fidelity": Rate(*sef).to_dict(),
         "stale_fact_rate": Rate(*stale).to_dict(),
         "wasted_requery_rate": Rate(*wasted).to_dict(),
-        "identity_leak_rate": Rate(leaks, len(turns)).to_dict(),
+        "identity_leak_rate": Rate(len(leaking), leak_den).to_dict(),
         "overflow_rate": Rate(len(overflows), len(calls) + len(overflows)).to_dict(),
         "trigger_lateness": _mean(lateness),
         "estimate_error": error_stats(errors),
         "estimate_error_by_kind": {
-            k: error_stats([(e["estimate"] - e["true_input"]) / e["true_input"] for e in calls
-                            if e.get("kind") == k and e["true_input"]])
-            for k in sorted({e.get("kind", "") for e in calls})},
+            k: error_stats([(e["estimate"] - e["true_input"]) / e["true_input"]
+                            for e in estimated if e.get("kind") == k])
+            for k in sorted({e.get("kind", "") for e in estimated})},
         "true_input_tokens": sum(e["true_input"] for e in calls),
         "compactions": len(compactions),
         "summary_tokens": sum(e["true_input"] + e["output_tokens"] for e in summary_calls),

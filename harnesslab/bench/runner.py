@@ -181,6 +181,22 @@ def _turn(harness: Harness, text: str, images: tuple[DataBlock, ...]) -> tuple[T
     return res, ""
 
 
+def _model_failed(writer: RecordWriter, step: int, first: int, last: int) -> tuple[bool, str]:
+    """A turn the harness completed still failed when the model's last reply asked to clarify
+    (it could not find the utterance or its referent) or said it could not check (the fact it
+    needed was an error): design 3.3, a failed turn, whatever text came back."""
+    replies = [e for e in writer.record.in_step(step, "model_call")
+               if first <= e["call"] <= last and e["purpose"] == "reply"]
+    if not replies:
+        return False, ""
+    ann = replies[-1].get("annotations") or {}
+    if ann.get("kind") == "clarify":
+        return True, f"the model asked to clarify ({ann.get('reason')})"
+    if ann.get("kind") == "answer" and (ann.get("cited") or {}).get("error"):
+        return True, "the model could not check (its tool result was an error)"
+    return False, ""
+
+
 def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
            workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
     cache = TokenCache()
@@ -204,10 +220,13 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                            for k in range(step.images))
             first = endpoint.calls + 1
             res, tb = _turn(harness, step.user, images)
+            failed, reason = res.failed, res.reason
+            if not failed:
+                failed, reason = _model_failed(writer, i, first, endpoint.calls)
             event: dict[str, Any] = {
-                "type": "turn", "text": step.user, "reply": res.text, "failed": res.failed,
-                "reason": res.reason, "first_call": first, "last_call": endpoint.calls,
-                "now": world.clock.now().isoformat()}
+                "type": "turn", "text": step.user, "reply": res.text, "failed": failed,
+                "reason": reason, "harness_failed": res.failed, "first_call": first,
+                "last_call": endpoint.calls, "now": world.clock.now().isoformat()}
             if tb:
                 event["traceback"] = tb
             writer.emit(event)

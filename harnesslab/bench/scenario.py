@@ -112,13 +112,17 @@ class Expect(_Strict):
                                         "the turn's last request")
     max_images: int | None = Field(default=None, ge=0, description="Images in any request of "
                                    "this turn, at most")
+    in_force: list[Constraint] | None = Field(default=None, description="Fake model only: "
+                                              "constraints in force in the request that "
+                                              "answered (what the model could see)")
 
     def kinds(self) -> list[str]:
         out = ["answered"] if self.answered else []
         for k in ("mentions", "not_mentions", "called", "not_called", "request_contains"):
             if getattr(self, k):
                 out.append(k)
-        for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images"):
+        for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images",
+                  "in_force"):
             if getattr(self, k) is not None:
                 out.append(k)
         return out
