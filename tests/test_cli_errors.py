@@ -83,7 +83,7 @@ def test_a_set_error_names_set_not_the_scenario(tmp_path: Path) -> None:
     assert one_line(cli("run", str(FOLLOWUP), "--set", "strategy=magic", "--out",
                         str(tmp_path))) == \
         "harnesslab run: error: --set strategy: unknown strategy 'magic'; expected one of " \
-        "none, structured, truncate, freeform, offload, pinned, codex"
+        "none, structured, truncate, freeform, offload, pinned, window, codex"
 
 
 def test_the_variant_at_fault_is_named_whichever_variant_is_chosen(tmp_path: Path) -> None:

@@ -25,9 +25,9 @@ def test_run_prints_checks_outcomes_and_metrics(tmp_path: Path) -> None:
                                      "trig", "estimator", "service", "checks", "outcome",
                                      "follow-up", "retention"]
     default = next(ln for ln in lines if " default " in ln)
-    assert "10/10" in default and "as expected" in default and "1.00" in default
+    assert "9/9" in default and "as expected" in default and "1.00" in default
     truncate = next(ln for ln in lines if "truncate-small-window" in ln)
-    assert "4/10" in truncate and "as expected" in truncate
+    assert "3/9" in truncate and "as expected" in truncate
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
     assert summary["expected"] is True
     assert (tmp_path / "followup-after-filler-zh" / "default" / "seed0.jsonl").exists()

@@ -194,6 +194,8 @@ def _model_failed(writer: RecordWriter, step: int, first: int, last: int) -> tup
         return True, f"the model asked to clarify ({ann.get('reason')})"
     if ann.get("kind") == "answer" and (ann.get("cited") or {}).get("error"):
         return True, "the model could not check (its tool result was an error)"
+    if ann.get("kind") == "answer" and ann.get("reason") == "tool_not_offered":
+        return True, "the model could not check (no tool for it was offered)"
     return False, ""
 
 

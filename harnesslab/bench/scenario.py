@@ -94,8 +94,9 @@ class IntentSpec(_Strict):
 class Expect(_Strict):
     """Answer-level checks of one user turn (each key is one check, named ``s<step>.<key>``)."""
 
-    answered: bool = Field(default=True, description="The turn ends with an answer (not a "
-                           "failure, overflow or clarifying question)")
+    answered: bool = Field(default=False, description="Check that the turn ends with an answer "
+                           "(not a failure, overflow, clarifying question or could-not-check); "
+                           "mentions, max/min_chars and not_called require an answer too")
     mentions: list[str] = Field(default_factory=list, description="Strings the answer contains")
     not_mentions: list[str] = Field(default_factory=list, description="Strings it must not")
     max_chars: int | None = Field(default=None, gt=0, description="Answer length at most")

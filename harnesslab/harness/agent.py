@@ -85,7 +85,9 @@ class ReferenceHarness:
         workdir, cache = context.workdir, context.cache
         self.prompts = load_prompts(config.prompts)
         self.system = config.system_prompt or self.prompts.system
-        self.tool_schemas: tuple[ToolSchema, ...] = self.tools.schemas()
+        offered = config.tools
+        self.tool_schemas: tuple[ToolSchema, ...] = tuple(
+            t for t in self.tools.schemas() if offered is None or t.name in offered)
         self.summary_tool = ToolSchema.from_dict(self.prompts.summary_tool(config.summary_template))
         self.strategy = make_strategy(config.strategy)
         wants_offload = config.offload or config.strategy == "offload"

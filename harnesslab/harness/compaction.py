@@ -9,6 +9,7 @@
   under discussion, extracted by the model at each compaction and pinned verbatim after the
   summary on every call.
 - ``offload``: structured with the offloader on (JSONL of what was removed, a path hint).
+- ``window``: no compaction; each request carries the newest ``window_messages`` messages.
 - ``codex``: triggers on the last usage the service reported plus bytes/4 of later items,
   against an absolute limit; keeps recent user messages up to a budget and a handoff summary;
   drops tool outputs.
@@ -312,6 +313,30 @@ class PinnedCompaction(AgentScopeCompaction):
     def _summarize(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> str | None:
         self._extract(h, msgs)
         return super()._summarize(h, msgs)
+
+
+@register("window")
+class WindowCompaction(Stateless):
+    """LangChain's ``trim_messages`` by count, as many LangGraph agents keep their context:
+    every request carries only the newest ``window_messages`` messages (starting at a user
+    message, so no tool result is cut from its call); nothing is summarised."""
+
+    name = "window"
+
+    def should_compact(self, h: ReferenceHarness, estimate: int) -> bool:
+        return False
+
+    def compact(self, h: ReferenceHarness, estimate: int) -> bool:
+        return True
+
+    def decorate(self, h: ReferenceHarness, messages: History) -> tuple[Message, ...]:
+        n = h.cfg.window_messages
+        if len(messages) <= n:
+            return messages
+        start = len(messages) - n
+        while start < len(messages) and messages[start].role != "user":
+            start += 1
+        return tuple(messages[start:])
 
 
 @register("codex")

@@ -50,6 +50,11 @@ class HarnessConfig(BaseModel):
                           "results to JSONL/text files, with path hints")
     tool_result_limit: int = Field(default=50000, gt=0, description="Largest tool result kept, "
                                    "in estimated tokens; longer ones are truncated when saved")
+    tools: list[str] | None = Field(default=None, description="The tools offered to the model "
+                                    "(by name); null: every tool the deployment has. A tool "
+                                    "left out is one the model cannot call")
+    window_messages: int = Field(default=20, gt=0, description="strategy window: the newest "
+                                 "messages sent with each request (starting at a user message)")
     max_image_num: int = Field(default=5, ge=0, description="Images kept in the context")
     time_hint: bool = Field(default=True, description="Inject the runtime-state time hint")
     time_interval_hours: float = Field(default=0.5, ge=0, description="Re-inject the time hint "

@@ -249,6 +249,10 @@ class FakeModel:
             return ModelReply((TextBlock(_fit(_FIXED[(intent.act, lang)], brief, lang, None)),),
                               note("answer", view, **base, reason="no_fact_needed"))
 
+        if need.tool not in {t.name for t in view.request.tools}:
+            # The request offers no tool for the fact: it cannot look it up, and says so.
+            return ModelReply((TextBlock(_fit(_could_not_check(need, lang), brief, lang, None)),),
+                              note("answer", view, **base, reason="tool_not_offered"))
         matches = [f for f in view.facts
                    if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked))]
         latest = matches[-1] if matches else None

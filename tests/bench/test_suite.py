@@ -42,6 +42,24 @@ def test_every_check_fails_under_some_control(suite: Suite) -> None:
     assert not never
 
 
+# Controls that reject every call fail every answer-level check at once: they show the checks
+# can fail, not that they see their own concern.
+REJECT_ALL = {"service-rejects-all", "window-too-small"}
+
+
+def test_every_check_fails_under_a_control_about_its_own_concern(suite: Suite) -> None:
+    _, results = suite
+    seen: dict[str, set[str]] = defaultdict(set)
+    failed: dict[str, set[str]] = defaultdict(set)
+    for r in results:
+        for c in r.checks:
+            seen[r.scenario].add(c.id)
+            if not c.passed and r.variant not in REJECT_ALL:
+                failed[r.scenario].add(c.id)
+    offenders = sorted(f"{s}:{c}" for s in seen for c in seen[s] - failed[s])
+    assert offenders == []
+
+
 def test_every_scenario_has_a_passing_default(suite: Suite) -> None:
     _, results = suite
     for r in results:

@@ -566,7 +566,19 @@ def test_codex_previous_bridge_is_not_kept_as_a_user_message() -> None:
 
 def test_registry() -> None:
     assert sorted(STRATEGIES) == ["codex", "freeform", "none", "offload", "pinned", "structured",
-                                  "truncate"]
+                                  "truncate", "window"]
     assert make_strategy("structured").name == "structured"
     with pytest.raises(ValueError, match="compaction strategy 'structured' is already registered"):
         register("structured")(type("Again", (), {}))
+
+
+def test_window_sends_the_newest_messages_from_a_user_message_on() -> None:
+    r = rig(strategy="window", window_messages=3, tools=("track_order",))
+    h = r.harness
+    h.inject(history())
+    # The newest 3 are a2, u3, a3; a2 is a reply, so the window starts at u3 (never at a reply
+    # or a tool result).
+    assert [m.id for m in h.request().messages] == ["u3", "a3"]
+    h.inject([Message.text("user", THANKS, id="u4")])
+    assert [m.id for m in h.request().messages] == ["u3", "a3", "u4"]
+    assert [m.id for m in h.context] == [m.id for m in history()] + ["u4"]  # nothing is lost

@@ -39,6 +39,7 @@ from harnesslab.sim.intents import (
 )
 from harnesslab.sim.model import BRIEF_MAX_CHARS, LONG_MIN_CHARS, FakeModel, ModelReply, draw, serialize
 from harnesslab.sim.summarizer import SummarizerProfile, swap_id
+from harnesslab.sim.tools import TOOLS
 
 TZ = timezone(timedelta(hours=8))
 T10 = datetime(2026, 11, 28, 10, 0, tzinfo=TZ)
@@ -103,7 +104,12 @@ def track(order: str = "O-1001", *, as_of: str | None = AS_OF, status: str = "in
                                                  json.dumps(body, ensure_ascii=False))))
 
 
-def req(*messages: Message, summary: str = "", tools: tuple[ToolSchema, ...] = ()) -> Request:
+# Every world tool, as a harness offers them (the model calls only what a request offers).
+ALL_TOOLS = tuple(t.schema for t in TOOLS.values())
+
+
+def req(*messages: Message, summary: str = "",
+        tools: tuple[ToolSchema, ...] = ALL_TOOLS) -> Request:
     return Request(SYSTEM, messages, summary=summary, tools=tools)
 
 
@@ -698,3 +704,13 @@ def test_summary_goal_resolves_ref_where_it_was_said() -> None:
     assert text_of(r) == ("[summary]\n[goal] 用户询问订单 O-1001 的物流状态\n"
                           "[goal] 用户询问订单 O-1001 是否还要等待\n"
                           "[goal] 用户询问订单 O-1002 的物流状态\nentities: O-1001 O-1002")
+
+
+def test_a_tool_the_request_does_not_offer_is_never_called() -> None:
+    offered = tuple(t for t in ALL_TOOLS if t.name != "track_order")
+    r = model().reply(req(user(WHEN_EN), tools=offered))
+    assert all(not isinstance(b, ToolCallBlock) for b in r.blocks)
+    assert r.annotations["reason"] == "tool_not_offered"
+    assert text_of(r).startswith("Sorry, I could not check order O-1001")
+    # The control: offered, it is called.
+    assert isinstance(model().reply(req(user(WHEN_EN))).blocks[0], ToolCallBlock)
