@@ -175,6 +175,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0 if all(r.expected for r in results) else 1
 
 
+def _cmd_bugs(args: argparse.Namespace) -> int:
+    from harnesslab.bench.scenario import bundled_dir, scenario_paths
+    from harnesslab.bench.zoo import format_kill_table, run_zoo
+    from harnesslab.harness.bugs import BUGS
+
+    paths = scenario_paths(args.paths or [str(bundled_dir())])
+    if not paths:
+        raise InputError("no scenario files found", field="PATH")
+    for name in args.bug or []:
+        if name not in BUGS:
+            raise InputError(f"unknown bug {name!r}; the zoo has {', '.join(BUGS)}",
+                             field="--bug")
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(args.bug or BUGS), unit="bug", file=sys.stderr)
+    results = run_zoo([str(p) for p in paths], args.bug, workers=args.workers,
+                      on_done=(lambda r: progress.update()) if progress is not None else None)
+    if progress is not None:
+        progress.close()
+    if args.json:
+        killed = sum(1 for r in results if r["kill"] is not None)
+        print(json.dumps({"bugs": results, "killed": killed, "total": len(results),
+                          "kill_rate": killed / len(results)}, ensure_ascii=False, indent=2))
+    else:
+        print(format_kill_table(results), end="")
+    return 0
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from harnesslab.bench.record import Record
     from harnesslab.bench.show import show_call, show_overview
@@ -230,6 +260,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "it)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
     r.set_defaults(func=_cmd_run)
+
+    b = sub.add_parser("bugs", help="run the suite against the bug zoo and print the kill table",
+                       description="Each zoo harness is the reference harness with one realistic "
+                       "context-management mistake. A bug is killed when a variant's outcome "
+                       "is not the expected one; controls that reject every call do not count.")
+    b.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders "
+                   "(default: the bundled suite)")
+    b.add_argument("--bug", action="append", metavar="NAME", help="only these bugs")
+    b.add_argument("--workers", type=_positive_int, default=None,
+                   help="processes (default: every core)")
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    b.set_defaults(func=_cmd_bugs)
 
     s = sub.add_parser("show", help="print what the model saw at a call of a record")
     s.add_argument("record", metavar="RECORD")

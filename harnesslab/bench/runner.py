@@ -247,16 +247,20 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                 assert spec.fill_to is not None
                 target = spec.fill_to * cfg.trigger_tokens
                 pairs = []
+                before: int | None = None
                 for pair in exchanges(locale, seed, start=fillers):
                     now = harness.context_estimate()
                     if now is None:
                         raise RuntimeError("filler fill_to needs the harness's own estimate "
                                            "(Harness.context_estimate returned None)")
+                    if before is not None and now <= before:
+                        break  # the harness does not accumulate (a window): it never fills
                     adds = rule.finalize(sum(rule.message_units(m) for m in pair))
                     if now + adds >= target:
                         break
                     harness.preload([pair])
                     pairs.append(pair)
+                    before = now
             fillers += len(pairs)
             msgs: tuple[Message, ...] = tuple(m for p in pairs for m in p)
             est_units = sum(rule.message_units(m) for m in msgs)

@@ -219,14 +219,16 @@ class ReferenceHarness:
         """What runs before a model call: the image limit, then the compaction check.
         Returns False when a compaction failed and the context was left as it was."""
         if self._images > self.cfg.max_image_num:
-            self._context, removed = limit_images(self._context, self.cfg.max_image_num,
-                                                  self.prompts, self.offloader)
+            self._context, removed = self._limit_images()
             self._images -= removed
             self.emit({"type": "image_limit", "removed": removed})
         est = self.estimate(self.request())
         if self.strategy.should_compact(self, est):
             return self.strategy.compact(self, est)
         return True
+
+    def _limit_images(self) -> tuple[History, int]:
+        return limit_images(self._context, self.cfg.max_image_num, self.prompts, self.offloader)
 
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
         self._reply_id = self.new_id()
@@ -288,7 +290,9 @@ class ReferenceHarness:
         self.emit({"type": "hint", "kinds": [ln[1:ln.index(">")] for ln in lines]})
 
     # -- tools ------------------------------------------------------------------------------------
-    def _run_tool(self, call: ToolCallBlock) -> ToolResultBlock:
+    def _identity(self, call: ToolCallBlock) -> tuple[str, str, str, Any]:
+        """Who a tool call acts for: (arguments to run with, acting user, decision, the user id
+        the model passed)."""
         session = self.user_id
         try:
             args = json.loads(call.input) if call.input.strip() else {}
@@ -307,6 +311,18 @@ class ReferenceHarness:
                 args["user_id"] = session
                 raw = json.dumps(args, ensure_ascii=False)
                 identity = "overridden"
+        return raw, acting, identity, claimed
+
+    def _limit_output(self, text: str, call: ToolCallBlock) -> tuple[str | tuple[Any, ...], bool]:
+        """The result as saved into the context (tool_result_limit, or Codex's head + tail)."""
+        if self.cfg.strategy == "codex":
+            return head_tail_truncate(text, self.cfg.codex.tool_output_limit)
+        return truncate_tool_result(text, self.cfg.tool_result_limit, self.prompts,
+                                    session_id=self.session_id, call_id=call.id,
+                                    offloader=self.offloader)
+
+    def _run_tool(self, call: ToolCallBlock) -> ToolResultBlock:
+        raw, acting, identity, claimed = self._identity(call)
         if identity == "refused":
             now = self.now().isoformat(timespec="seconds")
             text = json.dumps({"tool": call.name, "as_of": now, "error": f"user_id {claimed} "
@@ -315,13 +331,7 @@ class ReferenceHarness:
         else:
             outcome = self.tools.run(call.name, raw, acting)
             text, is_error = outcome.text, outcome.is_error
-        if self.cfg.strategy == "codex":
-            output: str | tuple[Any, ...]
-            output, truncated = head_tail_truncate(text, self.cfg.codex.tool_output_limit)
-        else:
-            output, truncated = truncate_tool_result(
-                text, self.cfg.tool_result_limit, self.prompts, session_id=self.session_id,
-                call_id=call.id, offloader=self.offloader)
+        output, truncated = self._limit_output(text, call)
         # The bench records the tool run itself; this says what the harness decided about it.
         self.emit({"type": "tool_policy", "id": call.id, "name": call.name, "claimed": claimed,
                    "identity": identity, "truncated": truncated})

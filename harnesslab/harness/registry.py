@@ -1,5 +1,6 @@
 """Choosing the harness under test: a registered name (``reference``; adapters register their
-own, e.g. ``agentscope``), ``package.module:Class``, or ``path/to/file.py:Class``.
+own, e.g. ``agentscope``), ``bug/<name>`` (the bug zoo, ``harnesslab.harness.bugs``),
+``package.module:Class``, or ``path/to/file.py:Class``.
 
 Registered harnesses are loaded lazily (an adapter's heavy package is imported only when it
 is chosen). A bad choice is an :class:`~harnesslab.errors.InputError` on the ``harness`` field.
@@ -64,6 +65,14 @@ def _from_file(path: Path) -> Any:
 @cache
 def load_harness(spec: str) -> Any:
     """The harness class named by ``spec`` (module docstring)."""
+    if spec.startswith("bug/"):
+        from harnesslab.harness.bugs import BUGS
+
+        bug = BUGS.get(spec[4:])
+        if bug is None:
+            raise InputError(f"unknown bug {spec[4:]!r}; the zoo has {', '.join(BUGS)}",
+                             field="harness")
+        return bug.cls
     if ":" not in spec:
         if spec not in HARNESSES:
             raise InputError(f"unknown harness {spec!r}; expected one of {', '.join(HARNESSES)}, "
