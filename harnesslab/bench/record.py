@@ -30,6 +30,8 @@ from harnesslab.messages import (
 )
 
 RECORD_VERSION = 1
+# The events of a model call: answered, rejected as too long, rejected as a protocol error.
+CALL_EVENTS = ("model_call", "overflow", "protocol_error")
 
 
 def _dumps(obj: Any) -> str:
@@ -157,7 +159,7 @@ class RecordWriter:
         if isinstance(req, Request):
             ref, text = self.request_ref(req)
             e["request"] = ref
-            if e["type"] in ("model_call", "overflow"):
+            if e["type"] in CALL_EVENTS:
                 e["present"] = self.declared.present(text)
                 e["kind"] = content_kind(text)
                 e["images"] = sum(1 for m in req.messages for _ in message_images(m))
@@ -224,10 +226,10 @@ class Record:
 
     def call(self, n: int) -> dict[str, Any]:
         for e in self.events:
-            if e["type"] in ("model_call", "overflow") and e.get("call") == n:
+            if e["type"] in CALL_EVENTS and e.get("call") == n:
                 return e
         raise InputError(f"no model call {n} in this record (it has "
-                         f"{len(self.of_type('model_call', 'overflow'))})", field="--call")
+                         f"{len(self.of_type(*CALL_EVENTS))})", field="--call")
 
     @classmethod
     def load(cls, path: str | Path) -> Record:
