@@ -29,13 +29,19 @@ from harnesslab.sim.intents import (
     CONFLICTS,
     CONSTRAINT_PHRASES,
     CURRENT_TIME_RE,
+    FIRST,
     ID_PATTERNS,
+    ITEM,
+    LAST,
+    REF,
     TAG_RE,
     Claim,
     ClaimKind,
     Constraint,
     Intent,
     Slot,
+    ToolError,
+    is_reference,
     parse_time,
 )
 
@@ -44,7 +50,16 @@ SYSTEM, SUMMARY = -2, -1  # message index of the system prompt and summary piece
 
 # The field of a tool result that names what the fact is about.
 FACT_KEYS: dict[str, str] = {"track_order": "order_id", "get_logistics_trace": "order_id",
-                             "get_user_profile": "user_id", "search_kb": "topic"}
+                             "get_user_profile": "user_id", "search_kb": "topic",
+                             "list_orders": "user_id", "get_order": "order_id"}
+# How an error that states no code is read, by its wording (a harness's own refusal has none).
+_ERROR_WORDS: tuple[tuple[ToolError, re.Pattern[str]], ...] = (
+    (ToolError.UNAVAILABLE, re.compile(r"unavailable|time[sd]? ?out|try again|暂时|稍后", re.I)),
+    (ToolError.FORBIDDEN, re.compile(r"not the acting user|does not belong|does not match|"
+                                     r"forbidden|not allowed|permission|not accessible|无权", re.I)),
+    (ToolError.NOT_FOUND, re.compile(r"\bno (order|policy|such)\b|not found|unknown|"
+                                     r"found nothing|不存在|未找到", re.I)),
+)
 
 _CJK_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # A truncated tool result is no longer JSON; its leading scalar pairs still are, and our tools
@@ -54,6 +69,7 @@ _EVENT_RE = re.compile(r'"at"\s*:')
 _TAG_PAIR_RE = re.compile(r"(\w+)=(\S+)")
 _CONSTRAINTS = frozenset(c.value for c in Constraint)
 _CLAIM_KINDS = frozenset(k.value for k in ClaimKind)
+_ERROR_CODES = frozenset(k.value for k in ToolError)
 
 
 def has_cjk(text: str) -> bool:
@@ -134,7 +150,13 @@ def without_message(request: Request, index: int | None) -> Request:
 
 @dataclass(frozen=True)
 class Fact:
-    """A visible fact: a tool result or a ``[fact:...]`` tag."""
+    """A visible fact: a tool result or a ``[fact:...]`` tag.
+
+    ``fields`` are its scalar fields as text; lists become text too: ``items`` joined by ``+``,
+    ``orders`` (an order list) as ``O-2001:skateboard+pads,O-2002:headphones`` (the form a
+    summary's tag carries), ``events`` as their count. A result that is not JSON (cut by a
+    harness) has ``truncated=true``: what it shows is only part of what the tool returned.
+    """
 
     tool: str
     key: str | None          # order_id / user_id / topic it is about
@@ -144,6 +166,40 @@ class Fact:
     error: bool
     position: int
     source: Literal["tool_result", "tag"]
+
+    @property
+    def partial(self) -> bool:
+        return self.fields.get("truncated") == "true"
+
+    @property
+    def error_kind(self) -> ToolError | None:
+        """Why the tool failed: its code, else its wording; None for a fact or an error that
+        says neither."""
+        if not self.error:
+            return None
+        code = self.fields.get("code", "")
+        if code in _ERROR_CODES:
+            return ToolError(code)
+        text = self.fields.get("error", "")
+        return next((kind for kind, pat in _ERROR_WORDS if pat.search(text)), None)
+
+    @property
+    def entries(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """An order list's entries in order, each (order id, items)."""
+        out = []
+        for part in self.fields.get("orders", "").split(","):
+            oid, _, items = part.partition(":")
+            if ID_PATTERNS[Slot.ORDER].fullmatch(oid):
+                out.append((oid, tuple(i for i in items.split("+") if i)))
+        return tuple(out)
+
+    def items_of(self) -> list[tuple[str, tuple[str, ...]]]:
+        """What this fact says orders hold: its list's entries, or its own order's items."""
+        if "orders" in self.fields:
+            return list(self.entries)
+        if self.key and "items" in self.fields:
+            return [(self.key, tuple(i for i in self.fields["items"].split("+") if i))]
+        return []
 
     def to_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "key": self.key,
@@ -168,6 +224,21 @@ def _scalar(v: Any) -> str | None:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
+def item_name(name: str) -> str:
+    """An item name as a summary tag writes it and as references compare it."""
+    return re.sub(r"\s+", "_", name.strip()).casefold()
+
+
+def _orders_text(orders: list[Any]) -> str:
+    out = []
+    for o in orders:
+        if isinstance(o, dict) and isinstance(o.get("order_id"), str):
+            items = o.get("items")
+            items = items if isinstance(items, list) else []
+            out.append(o["order_id"] + ":" + "+".join(item_name(str(i)) for i in items))
+    return ",".join(out)
+
+
 def _result_fields(text: str) -> dict[str, str]:
     try:
         data = json.loads(text)
@@ -177,10 +248,14 @@ def _result_fields(text: str) -> dict[str, str]:
         fields = {k: s for k, v in data.items() if (s := _scalar(v)) is not None}
         if isinstance(data.get("events"), list):
             fields["events"] = str(len(data["events"]))
+        if isinstance(data.get("items"), list):
+            fields["items"] = "+".join(item_name(str(i)) for i in data["items"])
+        if isinstance(data.get("orders"), list):
+            fields["orders"] = _orders_text(data["orders"])
         return fields
-    fields = {}
+    fields = {"truncated": "true"}
     for m in _PAIR_RE.finditer(text):
-        if m.group(1) in fields:  # the first occurrence is the top-level one
+        if m.group(1) in fields:  # the first occurrence is the top-level one (or our mark)
             continue
         try:
             s = _scalar(json.loads(m.group(2)))
@@ -243,6 +318,28 @@ class View:
         found = [i for pos, i in self.ids[slot] if before is None or pos < before]
         return found[-1] if found else None
 
+    def resolve(self, slot: Slot, value: str, before: int | None = None) -> str | None:
+        """A slot value: an explicit id as it is; ``@ref`` the latest visible id of the slot's
+        type; ``@first`` / ``@last`` the first / last order of the latest visible order list;
+        ``@item:<name>`` the order that the latest visible fact naming that item says holds it
+        (None when two orders of that fact hold it). Only what lies before ``before``, if
+        given. None: nothing visible resolves it (the model asks which one)."""
+        if value == REF:
+            return self.latest_id(slot, before)
+        if not is_reference(value):
+            return value
+        facts = [f for f in self.facts
+                 if not f.error and (before is None or f.position < before)]
+        if value in (FIRST, LAST):
+            lists = [f.entries for f in facts if f.entries]
+            return (lists[-1][0] if value == FIRST else lists[-1][-1])[0] if lists else None
+        wanted = item_name(value[len(ITEM):])
+        for f in reversed(facts):
+            holders = list(dict.fromkeys(o for o, items in f.items_of() if wanted in items))
+            if holders:
+                return holders[0] if len(holders) == 1 else None
+        return None
+
     def entities(self) -> list[str]:
         """Distinct ids of every slot, ordered by their last position (most recent last)."""
         last: dict[str, int] = {}
@@ -293,12 +390,17 @@ class View:
         pos = self.constraint_positions
         return frozenset(c for c, p in pos.items() if pos.get(CONFLICTS.get(c, c), -1) <= p)
 
-    def language(self, text: str) -> Lang:
-        """English or Chinese as a visible constraint says, else as ``text`` is written."""
+    def language(self, text: str | None) -> Lang:
+        """English or Chinese as a visible constraint says, else as ``text`` is written; with
+        no text (no question visible), as the conversation is: its lexicon utterances, else
+        everything but the harness's system prompt."""
         if Constraint.ENGLISH in self.constraints:
             return "en"
         if Constraint.CHINESE in self.constraints:
             return "zh"
+        if text is None:
+            text = " ".join(u.text for u in self.utterances) or \
+                self.text[len(self.request.system) + 1:]
         return "zh" if has_cjk(text) else "en"
 
     def ordered_constraints(self) -> list[Constraint]:
@@ -307,16 +409,30 @@ class View:
     @cached_property
     def claims(self) -> list[tuple[int, Claim]]:
         out = [(u.start, c) for u in self.utterances for c in u.intent.claims]
+        out += [(pos, c) for pos, c, _ in self._tag_claims]
+        return sorted(out, key=lambda pc: pc[0])
+
+    @cached_property
+    def _tag_claims(self) -> list[tuple[int, Claim, bool]]:
+        """Claims in tags, each with whether it is written as established (no ``unverified``)."""
+        out = []
         for pos, kind, body in self.tags:
             if kind != "claim":
                 continue
             m = _TAG_PAIR_RE.match(body)
             if m and m.group(1) in _CLAIM_KINDS:
-                out.append((pos, Claim(ClaimKind(m.group(1)), m.group(2))))
-        return sorted(out, key=lambda pc: pc[0])
+                out.append((pos, Claim(ClaimKind(m.group(1)), m.group(2)),
+                            "unverified" not in body.split()))
+        return out
 
     def claimed_user(self) -> str | None:
         users = [c.value for _, c in self.claims if c.kind is ClaimKind.IDENTITY]
+        return users[-1] if users else None
+
+    def trusted_user(self) -> str | None:
+        """The identity a tag states as established (a promoted claim), if any: the latest."""
+        users = [c.value for _, c, trusted in self._tag_claims
+                 if trusted and c.kind is ClaimKind.IDENTITY]
         return users[-1] if users else None
 
     # --- time and facts ------------------------------------------------------------------------

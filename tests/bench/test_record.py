@@ -14,6 +14,7 @@ from harnesslab.bench.runner import RunResult, run_scenario_file
 from harnesslab.bench.scenario import IntentSpec, bundled_dir
 from harnesslab.errors import InputError
 from harnesslab.messages import block_to_dict, dumps
+from harnesslab.sim.intents import Constraint
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.service import ServiceProfile, SimulatedService
 
@@ -39,8 +40,8 @@ def test_every_call_rebuilds_to_its_sha256_and_true_count(suite: Suite) -> None:
 
 
 def test_replies_depend_only_on_the_request(suite: Suite) -> None:
-    """A fresh fake model, built from the lexicon, the seed and the summarizer in the header and
-    nothing else, gives every recorded reply again from the rebuilt request alone."""
+    """A fresh fake model, built from the header alone (lexicon, seed, summarizer, extractor,
+    extra phrases, max ages), gives every recorded reply again from the rebuilt request."""
     out, _ = suite
     for path in _records(out):
         rec = Record.load(path)
@@ -49,7 +50,9 @@ def test_replies_depend_only_on_the_request(suite: Suite) -> None:
         ages = {t: (timedelta(seconds=s) if s is not None else None)
                 for t, s in h["max_ages"].items()}
         model = FakeModel(lexicon, seed=h["seed"],
-                          summarizer=SummarizerProfile(**h["summarizer"]), max_ages=ages)
+                          summarizer=SummarizerProfile(**h["summarizer"]),
+                          extractor=SummarizerProfile(**h["extractor"]), max_ages=ages,
+                          phrases={Constraint(c): tuple(ws) for c, ws in h["phrases"].items()})
         for e in reversed(rec.of_type("model_call")):  # any order: no hidden state
             reply = model.reply(rec.request(e["request"]))
             assert [block_to_dict(b) for b in reply.blocks] == e["reply"], (path, e["call"])
