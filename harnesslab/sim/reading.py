@@ -243,15 +243,14 @@ class View:
 
     def language(self, text: str | None) -> Lang:
         """English or Chinese as a visible constraint says, else as ``text`` is written; with
-        no text (no question visible), as the conversation is: its lexicon utterances, else
-        everything but the harness's system prompt."""
+        no text (no question visible, so no utterance either), as the conversation is written:
+        the summary and the messages, not the harness's own system prompt."""
         if Constraint.ENGLISH in self.constraints:
             return "en"
         if Constraint.CHINESE in self.constraints:
             return "zh"
         if text is None:
-            text = " ".join(u.text for u in self.utterances) or \
-                self.text[len(self.request.system) + 1:]
+            text = self.text[len(self.request.system) + 1:]
         return "zh" if has_cjk(text) else "en"
 
     def ordered_constraints(self) -> list[Constraint]:

@@ -113,8 +113,6 @@ class PolicySpec(_Strict):
 class FailureSpec(_Strict):
     """When a tool fails: every condition given must hold (none given: always)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
     kind: Literal["not_found", "forbidden", "unavailable"] = Field(
         description="The error the tool returns (its result's code)")
     ids: list[str] = Field(default_factory=list, description="Only for these keys: the order id "
