@@ -239,6 +239,16 @@ class FailRate(_Strict):
         return -(-seeds * self.at_least // self.of)
 
 
+def _fail_kind(v: Any) -> str:
+    return "check" if isinstance(v, str) else "rate"
+
+
+# A check id or kind (fails in every seed), or a FailRate; tagged so that a bad mapping is
+# reported against FailRate's fields rather than as "not a string".
+FailEntry = Annotated[Annotated[str, Tag("check")] | Annotated[FailRate, Tag("rate")],
+                      Discriminator(_fail_kind)]
+
+
 class Variant(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
@@ -247,7 +257,7 @@ class Variant(_Strict):
                                 "codex.auto_compact_limit, ...), service / service.<field>, "
                                 "summarizer / extractor (.<field>); they win over the command "
                                 "line")
-    expect_fail: list[str | FailRate] = Field(
+    expect_fail: list[FailEntry] = Field(
         default_factory=list, description="Check kinds (at least one such check fails) or check "
         "ids s<step>.<kind> (that check fails), in every seed; or {check, at_least, of}: fails "
         "in at least that fraction of the seeds; every other check must pass")
@@ -444,8 +454,7 @@ def load_scenario(path: str | Path) -> Scenario:
         sc = Scenario.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in
-                                                  ("user", "advance", "filler") and
+        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and
                                                   _is_tag_position(err["loc"], x)))
         raise InputError(_message(err), file=str(p), line=_node_line(node, loc),
                          field=_loc_text(loc) or None) from None
@@ -476,10 +485,15 @@ def _no_duplicate_keys(node: yaml.Node | None, file: str, where: str = "") -> No
             _no_duplicate_keys(item, file, f"{where}[{i}]")
 
 
+_UNION_TAGS = {"steps": ("user", "advance", "filler"), "expect_fail": ("check", "rate")}
+
+
 def _is_tag_position(loc: tuple[int | str, ...], part: str) -> bool:
-    """True when ``part`` is the union tag pydantic inserts after a step index."""
+    """True when ``part`` is the union tag pydantic inserts after a step or expect_fail
+    index."""
     idx = loc.index(part)
-    return idx >= 2 and loc[idx - 2] == "steps" and isinstance(loc[idx - 1], int)
+    return idx >= 2 and isinstance(loc[idx - 1], int) and \
+        part in _UNION_TAGS.get(str(loc[idx - 2]), ())
 
 
 def scenario_paths(paths: list[str]) -> list[Path]:
