@@ -121,6 +121,11 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         text = rec.request_text(calls[-1]["request"]) if calls else ""
         missing = [s for s in expect.request_contains if s not in text]
         add("request_contains", not missing, f"missing {missing}" if missing else "present")
+    if expect.unable is not None:
+        # The model's could-not-check fails the turn on purpose here; the harness must not.
+        why = ann.get("unable") if ann.get("kind") == "answer" else None
+        add("unable", why == expect.unable and not turn.get("harness_failed", turn["failed"]),
+            f"could not check: {why}" if why else "the answer did not say it could not check")
     if expect.max_images is not None:
         most = max((e.get("images", 0) for e in _turn_calls(rec, step)), default=0)
         add("max_images", most <= expect.max_images, f"at most {most} images in a request")

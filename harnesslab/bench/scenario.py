@@ -127,6 +127,9 @@ class Expect(_Strict):
     in_force: list[Constraint] | None = Field(default=None, description="Fake model only: "
                                               "constraints in force in the request that "
                                               "answered (what the model could see)")
+    unable: Literal["not_found", "forbidden", "unavailable", "not_offered", "failed"] | None = \
+        Field(default=None, description="Fake model only: the answer says it could not check, "
+              "for this reason (a tool's error told apart, or no such tool offered)")
 
     def kinds(self) -> list[str]:
         out = ["answered"] if self.answered else []
@@ -134,7 +137,7 @@ class Expect(_Strict):
             if getattr(self, k):
                 out.append(k)
         for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images",
-                  "in_force"):
+                  "in_force", "unable"):
             if getattr(self, k) is not None:
                 out.append(k)
         return out
@@ -220,9 +223,11 @@ class SessionSpec(_Strict):
 
 
 class FailRate(_Strict):
-    """A check expected to fail in at least ``at_least`` of every ``of`` seeds (a fraction: over
-    n seeds it must fail in at least ceil(n x at_least / of) of them): for a control whose
-    failure depends on the seed. In a single run either outcome is as expected."""
+    """A check expected to fail in at least ``at_least`` of ``of`` seeds: for a control whose
+    failure depends on the seed. In a single run either outcome is as expected; across n seeds
+    (``needed``) it must fail often enough that the expectation still holds: up to ``of``
+    seeds, in at least at_least - (of - n) of them (the rest could still fail), so one seed of
+    "3 of 5" proves nothing either way; beyond, in the same fraction, rounded up."""
 
     check: str = Field(description="A check kind or id (s<step>.<kind>)")
     at_least: int = Field(ge=1, description="Seeds in which it fails, at least ...")
@@ -236,6 +241,8 @@ class FailRate(_Strict):
 
     def needed(self, seeds: int) -> int:
         """Failures needed over ``seeds`` runs."""
+        if seeds <= self.of:
+            return max(0, self.at_least - (self.of - seeds))
         return -(-seeds * self.at_least // self.of)
 
 
