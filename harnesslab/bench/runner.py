@@ -199,6 +199,9 @@ def _model_failed(writer: RecordWriter, step: int, first: int, last: int) -> tup
         return True, "the model could not check (its tool result was an error)"
     if ann.get("kind") == "answer" and ann.get("reason") == "tool_not_offered":
         return True, "the model could not check (no tool for it was offered)"
+    if ann.get("kind") == "answer" and ann.get("unable"):
+        # e.g. a result that lacks what the act needs: said so, no value stated
+        return True, f"the model could not check ({ann['unable']})"
     return False, ""
 
 

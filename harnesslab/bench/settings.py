@@ -4,8 +4,8 @@ resolved into the harness config, the service profile and the fake model's summa
 Keys: any harness field (``harness``, ``strategy``, ``context_size``,
 ``codex.auto_compact_limit``, ...); ``service`` (a profile name or a mapping) and
 ``service.<field>``; ``summarizer`` / ``extractor`` (mappings: how faithfully the fake model
-summarizes, and answers a pin extraction) and their ``.<field>``; ``tools.<tool>`` (the world's
-spec of that tool, replaced whole: max_age, failures).
+summarizes, and answers a pin extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
+world's spec of that tool, replaced whole: max_age, failures).
 
 Layers, later wins: the defaults, the scenario's own settings, the command line (or a sweep
 cell), then the variant's ``set``: a variant keeps what defines it whatever the command line
@@ -83,10 +83,11 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
             elif key.split(".", 1)[0] in models and "." in key:
                 head, sub = key.split(".", 1)
                 models[head][sub] = value
-            elif key == "tools" or key.startswith("tools."):
-                # The world's tools, replaced whole per tool: "tools.track_order: {failures:
-                # [...]}" (a control where a tool fails longer), or "tools: {name: {...}}".
-                value = {key.split(".", 1)[1]: value} if "." in key else value
+            elif key == "world.tools" or key.startswith("world.tools."):
+                # The world's tools, replaced whole per tool: "world.tools.track_order:
+                # {failures: [...]}" (a tool that fails longer), or "world.tools: {name: {...}}".
+                # (The harness's own "tools" setting is which tools it offers the model.)
+                value = {key.split(".", 2)[2]: value} if key.count(".") >= 2 else value
                 if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
                                                               for v in value.values()):
                     raise InputError("expected a mapping per tool (max_age, failures)", field=key)
@@ -104,7 +105,7 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                     "unknown setting; expected a harness field ("
                     + ", ".join(f for f in HarnessConfig.model_fields if f != "codex")
                     + "), codex.<field>, service[.<field>], summarizer[.<field>], "
-                    "extractor[.<field>] or tools.<tool>", field=key)
+                    "extractor[.<field>] or world.tools.<tool>", field=key)
     try:
         cfg = HarnessConfig.model_validate({**harness, "codex": codex})
     except ValidationError as e:
@@ -132,11 +133,11 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
     for name, spec in tools.items():
         if name not in TOOLS:
             raise InputError(f"unknown tool {name!r}; expected one of {', '.join(TOOLS)}",
-                             field=f"tools.{name}")
+                             field=f"world.tools.{name}")
         try:
             ToolSpec.model_validate(spec)
         except ValidationError as e:
-            raise _first_error(e, f"tools.{name}.") from None
+            raise _first_error(e, f"world.tools.{name}.") from None
     return Settings(cfg, profile, models["summarizer"], models["extractor"], tools)
 
 

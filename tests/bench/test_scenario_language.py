@@ -49,20 +49,20 @@ steps:
   - user: "我有哪些订单？"
     expect: {called: [list_orders], mentions: [O-1001, O-1002]}
   - user: "滑板那个到哪了？"
-    expect: {resolves: {order: O-1001}, mentions: [稍后]}
+    expect: {resolves: {order: O-1001}, unable: unavailable}
   - advance: 2h
   - user: "第二个呢？"
-    expect: {resolves: {order: O-1002}, mentions: [shipped]}
+    expect: {answered: true, resolves: {order: O-1002}, mentions: [shipped]}
 variants:
   - name: default
   - name: outage-lasts
-    set: {tools.track_order: {failures: [{kind: unavailable}]}}
-    expect_fail: [s4.mentions]
+    set: {world.tools.track_order: {failures: [{kind: unavailable}]}}
+    expect_fail: [s4.answered, s4.mentions]
   - name: sometimes
     description: the morning outage hits only some calls, as the seed draws them
-    set: {tools.track_order: {failures: [{kind: unavailable, rate: 0.5,
+    set: {world.tools.track_order: {failures: [{kind: unavailable, rate: 0.5,
                                           until: "2026-11-28T11:00:00+08:00"}]}}
-    expect_fail: [{check: s2.mentions, at_least: 1, of: 5}]
+    expect_fail: [{check: s2.unable, at_least: 1, of: 5}]
 """
 
 
@@ -94,15 +94,16 @@ def test_items_positions_offered_tools_and_failures_run_end_to_end(tmp_path: Pat
      r"lexicon\.我有哪些订单？\.act: act list_orders needs the tool list_orders, which the world "
      "does not offer"),
     ('order: "@last"', 'order: "@second"', r"order: expected an id like O-1001, @ref, @first"),
-    ("{check: s2.mentions, at_least: 1, of: 5}", "{check: s9.mentions, at_least: 1, of: 5}",
-     r"variants\[2\]\.expect_fail\[0\]\.check: no check 's9\.mentions'"),
+    ("{check: s2.unable, at_least: 1, of: 5}", "{check: s9.unable, at_least: 1, of: 5}",
+     r"variants\[2\]\.expect_fail\[0\]\.check: no check 's9\.unable'"),
     ("at_least: 1, of: 5", "at_least: 6, of: 5",
      r"variants\[2\]\.expect_fail\[0\]: at_least cannot exceed of"),
-    ("{check: s2.mentions, at_least: 1, of: 5}", "{check: s2.mentions, at_least: 1}",
+    ("{check: s2.unable, at_least: 1, of: 5}", "{check: s2.unable, at_least: 1}",
      r"variants\[2\]\.expect_fail\[0\]\.of: missing required field"),
     ("{kind: unavailable, rate: 0.5,", "{kind: down, rate: 0.5,",
-     r"variants\[2\]\.set\.tools\.track_order\.failures\.0\.kind: .*in variant 'sometimes'"),
-    ("tools.track_order:", "tools.teleport:", r"unknown tool 'teleport'"),
+     r"variants\[2\]\.set\.world\.tools\.track_order\.failures\.0\.kind: .*in variant "
+     "'sometimes'"),
+    ("world.tools.track_order:", "world.tools.teleport:", r"unknown tool 'teleport'"),
 ])
 def test_bad_scenario_language_is_one_line(tmp_path: Path, old: str, new: str,
                                            expected: str) -> None:
@@ -113,12 +114,14 @@ def test_bad_scenario_language_is_one_line(tmp_path: Path, old: str, new: str,
 
 
 def test_tools_settings_replace_one_tools_spec() -> None:
-    s = resolve([{"tools": {"track_order": {"max_age": "1h"}}},
-                 {"tools.get_order": {"failures": [{"kind": "forbidden"}]}}])
+    s = resolve([{"world.tools": {"track_order": {"max_age": "1h"}}},
+                 {"world.tools.get_order": {"failures": [{"kind": "forbidden"}]}},
+                 {"tools": ["track_order"]}])  # the harness's own setting: what it offers
     assert s.tools == {"track_order": {"max_age": "1h"},
                        "get_order": {"failures": [{"kind": "forbidden"}]}}
+    assert s.harness.tools == ["track_order"]
     with pytest.raises(InputError, match="expected a mapping per tool"):
-        resolve([{"tools.track_order": "down"}])
+        resolve([{"world.tools.track_order": "down"}])
 
 
 def test_fail_rate_needs_a_fraction_of_the_seeds() -> None:
