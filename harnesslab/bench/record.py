@@ -28,6 +28,7 @@ from harnesslab.messages import (
     message_images,
     message_to_dict,
 )
+from harnesslab.sim.intents import ID_PATTERNS
 
 RECORD_VERSION = 1
 # The events of a model call: answered, rejected as too long, rejected as a protocol error.
@@ -62,8 +63,10 @@ class Declared:
 
     def present(self, text: str) -> dict[str, list[str]]:
         low = text.lower()
+        # Ids as the fake model reads them (anchored: PO-7731 shows no O-7731).
+        found = {m.group(0) for p in ID_PATTERNS.values() for m in p.finditer(text)}
         return {
-            "ids": [i for i in self.ids if i in text],
+            "ids": [i for i in self.ids if i in found],
             "constraints": [c for c, ps in self.constraints.items()
                             if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)],
             "claims": [c for c, ts in self.claims.items()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.record import Record
+from harnesslab.bench.record import Declared, Record
 from harnesslab.bench.runner import RunResult, run_scenario_file
 from harnesslab.bench.scenario import IntentSpec, bundled_dir
 from harnesslab.errors import InputError
@@ -79,3 +79,9 @@ def test_bad_records_are_one_line(tmp_path: Path, content: str, message: str) ->
     p.write_text(content, encoding="utf-8")
     with pytest.raises(InputError, match=message):
         Record.load(p)
+
+
+def test_declared_ids_are_found_anchored_as_the_model_reads_them() -> None:
+    d = Declared(ids=["O-7731", "U-1"])
+    assert d.present("采购单 PO-7731 已入库，U-12 处理")["ids"] == []
+    assert d.present("订单O-7731 由 U-1 处理")["ids"] == ["O-7731", "U-1"]
