@@ -10,6 +10,8 @@ from harnesslab.errors import (
     HarnessLabError,
     InputError,
     OverflowDetail,
+    ProtocolError,
+    ServiceRejected,
     TokenizerUnavailable,
 )
 from harnesslab.harness.agent import ReferenceHarness
@@ -71,6 +73,7 @@ __all__ = [
     "Message",
     "ModelReply",
     "OverflowDetail",
+    "ProtocolError",
     "Record",
     "RecordWriter",
     "ReferenceHarness",
@@ -79,6 +82,7 @@ __all__ = [
     "RunResult",
     "Scenario",
     "ServiceProfile",
+    "ServiceRejected",
     "Session",
     "SimClock",
     "SimulatedService",

@@ -53,8 +53,17 @@ class OverflowDetail:
     planned_output: int
 
 
-class ContextOverflowError(HarnessLabError):
+class ServiceRejected(HarnessLabError):
+    """The simulated service refused a request, as a real API answers 400: a harness catches
+    this one base and fails the turn with ``reason`` ("overflow", "protocol_error")."""
+
+    reason = "rejected"
+
+
+class ContextOverflowError(ServiceRejected):
     """The simulated service rejected a request: a limit of the deployed model was crossed."""
+
+    reason = "overflow"
 
     def __init__(self, profile: str, detail: OverflowDetail) -> None:
         self.profile = profile
@@ -68,3 +77,17 @@ class ContextOverflowError(HarnessLabError):
         else:
             what = f"planned output {d.planned_output} tokens exceeds the max output of {d.limit}"
         super().__init__(f"{profile}: context overflow: {what}")
+
+
+class ProtocolError(ServiceRejected):
+    """The simulated service rejected a request that breaks the chat protocol (a tool result
+    without its call, a call left without a result when a user message follows, a call in
+    flight to a tool the request does not offer, nothing to answer); ``problem`` says what,
+    naming the message index and the call id."""
+
+    reason = "protocol_error"
+
+    def __init__(self, profile: str, problem: str) -> None:
+        self.profile = profile
+        self.problem = problem
+        super().__init__(f"{profile}: invalid request: {problem}")

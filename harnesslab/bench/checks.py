@@ -121,6 +121,11 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         text = rec.request_text(calls[-1]["request"]) if calls else ""
         missing = [s for s in expect.request_contains if s not in text]
         add("request_contains", not missing, f"missing {missing}" if missing else "present")
+    if expect.unable is not None:
+        # The model's could-not-check fails the turn on purpose here; the harness must not.
+        why = ann.get("unable") if ann.get("kind") == "answer" else None
+        add("unable", why == expect.unable and not turn.get("harness_failed", turn["failed"]),
+            f"could not check: {why}" if why else "the answer did not say it could not check")
     if expect.max_images is not None:
         most = max((e.get("images", 0) for e in _turn_calls(rec, step)), default=0)
         add("max_images", most <= expect.max_images, f"at most {most} images in a request")
@@ -154,12 +159,19 @@ def evaluate(rec: Record, sc: Scenario) -> list[CheckOutcome]:
     return out
 
 
+def matching(checks: list[CheckOutcome], want: str) -> list[CheckOutcome]:
+    """The checks an expect_fail entry names: by id (s3.resolves) or by kind (resolves)."""
+    by_id = "." in want
+    return [c for c in checks if (c.id if by_id else c.kind) == want]
+
+
 def verdict(checks: list[CheckOutcome], variant: Variant) -> Verdict:
+    """One run's verdict. A check expected to fail in a fraction of the seeds may go either way
+    in one run; ``harnesslab.bench.suite`` judges it across the seeds."""
     unexpected: list[str] = []
-    covered: set[str] = set()
-    for want in variant.expect_fail:
-        by_id = "." in want
-        hits = [c for c in checks if (c.id if by_id else c.kind) == want]
+    covered: set[str] = {c.id for r in variant.fail_rates for c in matching(checks, r.check)}
+    for want in variant.fail_always:
+        hits = matching(checks, want)
         failing = [c for c in hits if not c.passed]
         covered.update(c.id for c in hits)
         if not failing:

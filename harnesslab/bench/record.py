@@ -28,8 +28,11 @@ from harnesslab.messages import (
     message_images,
     message_to_dict,
 )
+from harnesslab.sim.intents import ID_PATTERNS
 
 RECORD_VERSION = 1
+# The events of a model call: answered, rejected as too long, rejected as a protocol error.
+CALL_EVENTS = ("model_call", "overflow", "protocol_error")
 
 
 def _dumps(obj: Any) -> str:
@@ -60,8 +63,10 @@ class Declared:
 
     def present(self, text: str) -> dict[str, list[str]]:
         low = text.lower()
+        # Ids as the fake model reads them (anchored: PO-7731 shows no O-7731).
+        found = {m.group(0) for p in ID_PATTERNS.values() for m in p.finditer(text)}
         return {
-            "ids": [i for i in self.ids if i in text],
+            "ids": [i for i in self.ids if i in found],
             "constraints": [c for c, ps in self.constraints.items()
                             if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)],
             "claims": [c for c, ts in self.claims.items()
@@ -157,7 +162,7 @@ class RecordWriter:
         if isinstance(req, Request):
             ref, text = self.request_ref(req)
             e["request"] = ref
-            if e["type"] in ("model_call", "overflow"):
+            if e["type"] in CALL_EVENTS:
                 e["present"] = self.declared.present(text)
                 e["kind"] = content_kind(text)
                 e["images"] = sum(1 for m in req.messages for _ in message_images(m))
@@ -224,10 +229,10 @@ class Record:
 
     def call(self, n: int) -> dict[str, Any]:
         for e in self.events:
-            if e["type"] in ("model_call", "overflow") and e.get("call") == n:
+            if e["type"] in CALL_EVENTS and e.get("call") == n:
                 return e
         raise InputError(f"no model call {n} in this record (it has "
-                         f"{len(self.of_type('model_call', 'overflow'))})", field="--call")
+                         f"{len(self.of_type(*CALL_EVENTS))})", field="--call")
 
     @classmethod
     def load(cls, path: str | Path) -> Record:

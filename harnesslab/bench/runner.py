@@ -22,6 +22,7 @@ from harnesslab.bench.metrics import run_metrics
 from harnesslab.bench.record import Declared, RecordWriter
 from harnesslab.bench.scenario import (
     AdvanceStep,
+    FailRate,
     FillerStep,
     Scenario,
     UserStep,
@@ -38,7 +39,7 @@ from harnesslab.sim.filler import exchanges, make_filler
 from harnesslab.sim.intents import CONSTRAINT_PHRASES
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.service import SimulatedService
-from harnesslab.sim.tools import TOOLS, ToolBox
+from harnesslab.sim.tools import ToolBox
 from harnesslab.sim.world import World, parse_duration
 from harnesslab.tokens import TokenCache, make_rule
 
@@ -63,6 +64,7 @@ class RunResult:
     overridden: list[str] = field(default_factory=list)     # command-line keys the variant set
     control: bool = False                                    # the variant expects failures
     role: str = "baseline"                                   # baseline, control or fix
+    rates: list[FailRate] = field(default_factory=list)      # checks failing in some seeds
 
     @property
     def expected(self) -> bool:
@@ -98,7 +100,7 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
             world: World) -> dict[str, Any]:
     sha = hashlib.sha256(source.read_bytes()).hexdigest() if source else None
     ages = {t: (a.total_seconds() if (a := world.max_age(t)) is not None else None)
-            for t in TOOLS}
+            for t in world.spec.offered()}
     return {
         "scenario": sc.id, "title": sc.title, "locale": sc.locale, "variant": variant.name,
         "seed": seed, "scenario_file": str(source) if source else None,
@@ -114,7 +116,7 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
                     for k, v in sc.lexicon.items()},
         "expects": {str(i): st.expect.model_dump(mode="json", exclude_defaults=True)
                     for i, st in enumerate(sc.steps, start=1) if isinstance(st, UserStep)},
-        "expect_fail": variant.expect_fail,
+        "expect_fail": [f if isinstance(f, str) else f.model_dump() for f in variant.expect_fail],
     }
 
 
@@ -141,13 +143,14 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
     ``cli_set`` (the command line, or a sweep cell) goes beneath the variant's own settings.
     ``on_step`` is called after each step with its number (progress, benchmarks)."""
     settings = resolve_settings(sc, variant, cli_set)
-    world = World(sc.world)
+    world = World(sc.world.with_tools(settings.tools))
     path = record_path(out_dir, sc.id, variant.name, seed) if out_dir else None
     writer = RecordWriter(_header(sc, source, variant, seed, settings, world), _declared(sc),
                           path)
     result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale,
                        settings=key_settings(settings), overridden=overridden(variant, cli_set),
-                       control=bool(variant.expect_fail), role=variant.kind)
+                       control=bool(variant.expect_fail), role=variant.kind,
+                       rates=variant.fail_rates)
     try:
         _drive(sc, settings, world, writer, seed, path.parent if path else None, on_step)
         result.checks = evaluate(writer.record, sc)
@@ -196,6 +199,9 @@ def _model_failed(writer: RecordWriter, step: int, first: int, last: int) -> tup
         return True, "the model could not check (its tool result was an error)"
     if ann.get("kind") == "answer" and ann.get("reason") == "tool_not_offered":
         return True, "the model could not check (no tool for it was offered)"
+    if ann.get("kind") == "answer" and ann.get("unable"):
+        # e.g. a result that lacks what the act needs: said so, no value stated
+        return True, f"the model could not check ({ann['unable']})"
     return False, ""
 
 
@@ -205,10 +211,10 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
     service = SimulatedService(s.service, cache)
     model = FakeModel(sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
                       extractor=SummarizerProfile(**s.extractor),
-                      max_ages={t: world.max_age(t) for t in TOOLS},
+                      max_ages={t: world.max_age(t) for t in world.spec.offered()},
                       phrases={k: tuple(v) for k, v in sc.model.phrases.items()})
     endpoint = Endpoint(service, model, writer)
-    ctx = harness_context(endpoint, ToolBox(world), world.clock, writer,
+    ctx = harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
                           session_id=sc.session.id, user_id=sc.session.user, workdir=workdir,
                           cache=cache)
     harness: Harness = load_harness(s.harness.harness)(ctx, s.harness)

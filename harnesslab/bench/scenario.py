@@ -26,7 +26,9 @@ from pydantic import (
 
 from harnesslab.errors import InputError
 from harnesslab.sim.intents import (
+    ACT_NEEDS,
     ID_PATTERNS,
+    ITEM,
     REF,
     Act,
     Claim,
@@ -34,7 +36,9 @@ from harnesslab.sim.intents import (
     Constraint,
     Intent,
     Slot,
+    is_reference,
 )
+from harnesslab.sim.reading import item_name
 from harnesslab.sim.world import WorldSpec, parse_duration
 
 
@@ -60,17 +64,24 @@ class ClaimSpec(_Strict):
 
 
 def _slot_value(slot: Slot, v: str | None) -> str | None:
-    if v is not None and v != REF and not ID_PATTERNS[slot].fullmatch(v):
-        raise ValueError(f"expected @ref or an id like {'O-1001' if slot == Slot.ORDER else 'U-1'}"
-                         f", got {v!r}")
-    return v
+    if v is None or v == REF or ID_PATTERNS[slot].fullmatch(v):
+        return v
+    if slot is Slot.ORDER and is_reference(v):
+        return v
+    if slot is Slot.ORDER:
+        raise ValueError(f"expected an id like O-1001, @ref, @first, @last or @item:<name>, "
+                         f"got {v!r}")
+    raise ValueError(f"expected @ref or an id like U-1, got {v!r}")
 
 
 class IntentSpec(_Strict):
     """What an utterance means: the lexicon entry the fake model looks up verbatim."""
 
     act: Act
-    order: str | None = Field(default=None, description="An order id or @ref")
+    order: str | None = Field(default=None, description="An order id, or a reference resolved "
+                              "from the request: @ref (the latest visible order), @first / @last "
+                              "(of the latest visible order list), @item:<name> (the order a "
+                              "visible fact says holds that item)")
     user: str | None = Field(default=None, description="A user id or @ref")
     topic: str | None = Field(default=None, description="Knowledge-base topic (ask_policy)")
     constraints: list[Constraint] = Field(default_factory=list)
@@ -116,6 +127,9 @@ class Expect(_Strict):
     in_force: list[Constraint] | None = Field(default=None, description="Fake model only: "
                                               "constraints in force in the request that "
                                               "answered (what the model could see)")
+    unable: Literal["not_found", "forbidden", "unavailable", "not_offered", "failed"] | None = \
+        Field(default=None, description="Fake model only: the answer says it could not check, "
+              "for this reason (a tool's error told apart, or no such tool offered)")
 
     def kinds(self) -> list[str]:
         out = ["answered"] if self.answered else []
@@ -123,7 +137,7 @@ class Expect(_Strict):
             if getattr(self, k):
                 out.append(k)
         for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images",
-                  "in_force"):
+                  "in_force", "unable"):
             if getattr(self, k) is not None:
                 out.append(k)
         return out
@@ -193,6 +207,8 @@ class SummarizerSpec(_Strict):
     paraphrase: float = 0.0
     swap: float = 0.0
     refuse: float | None = None
+    keep_superseded: float | None = None
+    promote_claims: float | None = None
 
 
 class ModelSpec(_Strict):
@@ -206,6 +222,40 @@ class SessionSpec(_Strict):
     id: str = Field(default="S-1", description="Session id")
 
 
+class FailRate(_Strict):
+    """A check expected to fail in at least ``at_least`` of ``of`` seeds: for a control whose
+    failure depends on the seed. In a single run either outcome is as expected; across n seeds
+    (``needed``) it must fail often enough that the expectation still holds: up to ``of``
+    seeds, in at least at_least - (of - n) of them (the rest could still fail), so one seed of
+    "3 of 5" proves nothing either way; beyond, in the same fraction, rounded up."""
+
+    check: str = Field(description="A check kind or id (s<step>.<kind>)")
+    at_least: int = Field(ge=1, description="Seeds in which it fails, at least ...")
+    of: int = Field(ge=1, description="... out of this many")
+
+    @model_validator(mode="after")
+    def _fraction(self) -> FailRate:
+        if self.at_least > self.of:
+            raise ValueError("at_least cannot exceed of")
+        return self
+
+    def needed(self, seeds: int) -> int:
+        """Failures needed over ``seeds`` runs."""
+        if seeds <= self.of:
+            return max(0, self.at_least - (self.of - seeds))
+        return -(-seeds * self.at_least // self.of)
+
+
+def _fail_kind(v: Any) -> str:
+    return "check" if isinstance(v, str) else "rate"
+
+
+# A check id or kind (fails in every seed), or a FailRate; tagged so that a bad mapping is
+# reported against FailRate's fields rather than as "not a string".
+FailEntry = Annotated[Annotated[str, Tag("check")] | Annotated[FailRate, Tag("rate")],
+                      Discriminator(_fail_kind)]
+
+
 class Variant(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
@@ -214,9 +264,10 @@ class Variant(_Strict):
                                 "codex.auto_compact_limit, ...), service / service.<field>, "
                                 "summarizer / extractor (.<field>); they win over the command "
                                 "line")
-    expect_fail: list[str] = Field(default_factory=list, description="Check kinds (at least "
-                                   "one such check fails) or check ids s<step>.<kind> (that "
-                                   "check fails); every other check must pass")
+    expect_fail: list[FailEntry] = Field(
+        default_factory=list, description="Check kinds (at least one such check fails) or check "
+        "ids s<step>.<kind> (that check fails), in every seed; or {check, at_least, of}: fails "
+        "in at least that fraction of the seeds; every other check must pass")
     expect: Literal["pass"] | None = Field(default=None, description="'pass': every check is "
                                            "expected to pass (the default when expect_fail is "
                                            "empty)")
@@ -236,6 +287,16 @@ class Variant(_Strict):
     @property
     def kind(self) -> str:
         return self.role or ("control" if self.expect_fail else "baseline")
+
+    @property
+    def fail_always(self) -> list[str]:
+        """The checks expected to fail in every seed."""
+        return [f for f in self.expect_fail if isinstance(f, str)]
+
+    @property
+    def fail_rates(self) -> list[FailRate]:
+        """The checks expected to fail in a fraction of the seeds."""
+        return [f for f in self.expect_fail if isinstance(f, FailRate)]
 
 
 class Scenario(_Strict):
@@ -314,9 +375,21 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
     users, orders = sc.world.users, sc.world.orders
     if sc.session.user not in users:
         errs.append((("session", "user"), f"unknown user {sc.session.user!r}"))
+    items = {item_name(i) for o in orders.values() for i in o.items}
+    offered = sc.world.offered()
     for utt, it in sc.lexicon.items():
-        if it.order not in (None, REF) and it.order not in orders:
+        if it.order is not None and it.order.startswith(ITEM) and \
+                item_name(it.order[len(ITEM):]) not in items:
+            errs.append((("lexicon", utt, "order"), f"no order holds the item "
+                         f"{it.order[len(ITEM):]!r}; the world's items: "
+                         f"{', '.join(sorted(items)) or 'none'}"))
+        elif it.order is not None and not is_reference(it.order) and it.order != REF \
+                and it.order not in orders:
             errs.append((("lexicon", utt, "order"), f"unknown order {it.order!r}"))
+        needs = ACT_NEEDS[it.act]
+        if needs is not None and needs[1] not in offered:
+            errs.append((("lexicon", utt, "act"), f"act {it.act.value} needs the tool "
+                         f"{needs[1]}, which the world does not offer (add it under world.tools)"))
         if it.user not in (None, REF) and it.user not in users:
             errs.append((("lexicon", utt, "user"), f"unknown user {it.user!r}"))
     kinds: dict[str, int] = {}
@@ -339,11 +412,13 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
         if v.name in names:
             errs.append((("variants", vi, "name"), f"duplicate variant {v.name!r}"))
         names.add(v.name)
-        for fi, f in enumerate(v.expect_fail):
+        for fi, entry in enumerate(v.expect_fail):
+            f = entry if isinstance(entry, str) else entry.check
             if f not in kinds and f not in ids:
-                errs.append((("variants", vi, "expect_fail", fi), f"no check {f!r} in this "
-                             f"scenario; expected a kind ({', '.join(sorted(kinds))}) or an id "
-                             "like s1.max_chars"))
+                errs.append((("variants", vi, "expect_fail", fi)
+                             + (() if isinstance(entry, str) else ("check",)),
+                             f"no check {f!r} in this scenario; expected a kind "
+                             f"({', '.join(sorted(kinds))}) or an id like s1.max_chars"))
         try:
             from harnesslab.bench.settings import resolve_settings
 
@@ -386,8 +461,7 @@ def load_scenario(path: str | Path) -> Scenario:
         sc = Scenario.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in
-                                                  ("user", "advance", "filler") and
+        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and
                                                   _is_tag_position(err["loc"], x)))
         raise InputError(_message(err), file=str(p), line=_node_line(node, loc),
                          field=_loc_text(loc) or None) from None
@@ -418,10 +492,15 @@ def _no_duplicate_keys(node: yaml.Node | None, file: str, where: str = "") -> No
             _no_duplicate_keys(item, file, f"{where}[{i}]")
 
 
+_UNION_TAGS = {"steps": ("user", "advance", "filler"), "expect_fail": ("check", "rate")}
+
+
 def _is_tag_position(loc: tuple[int | str, ...], part: str) -> bool:
-    """True when ``part`` is the union tag pydantic inserts after a step index."""
+    """True when ``part`` is the union tag pydantic inserts after a step or expect_fail
+    index."""
     idx = loc.index(part)
-    return idx >= 2 and loc[idx - 2] == "steps" and isinstance(loc[idx - 1], int)
+    return idx >= 2 and isinstance(loc[idx - 1], int) and \
+        part in _UNION_TAGS.get(str(loc[idx - 2]), ())
 
 
 def scenario_paths(paths: list[str]) -> list[Path]:

@@ -4,7 +4,8 @@ resolved into the harness config, the service profile and the fake model's summa
 Keys: any harness field (``harness``, ``strategy``, ``context_size``,
 ``codex.auto_compact_limit``, ...); ``service`` (a profile name or a mapping) and
 ``service.<field>``; ``summarizer`` / ``extractor`` (mappings: how faithfully the fake model
-summarizes, and answers a pin extraction) and their ``.<field>``.
+summarizes, and answers a pin extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
+world's spec of that tool, replaced whole: max_age, failures).
 
 Layers, later wins: the defaults, the scenario's own settings, the command line (or a sweep
 cell), then the variant's ``set``: a variant keeps what defines it whatever the command line
@@ -14,7 +15,7 @@ says, so a control stays a control.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -33,6 +34,7 @@ class Settings:
     service: ServiceProfile
     summarizer: dict[str, Any]
     extractor: dict[str, Any]
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # world tool spec overrides
 
 
 def _first_error(e: ValidationError, prefix: str = "") -> InputError:
@@ -60,6 +62,7 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
     codex: dict[str, Any] = {}
     service: dict[str, Any] = {"profile": "openai-128k"}
     models: dict[str, dict[str, Any]] = {"summarizer": {}, "extractor": {}}
+    tools: dict[str, dict[str, Any]] = {}
     for layer in overrides:
         for key, value in layer.items():
             if key == "service":
@@ -80,6 +83,15 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
             elif key.split(".", 1)[0] in models and "." in key:
                 head, sub = key.split(".", 1)
                 models[head][sub] = value
+            elif key == "world.tools" or key.startswith("world.tools."):
+                # The world's tools, replaced whole per tool: "world.tools.track_order:
+                # {failures: [...]}" (a tool that fails longer), or "world.tools: {name: {...}}".
+                # (The harness's own "tools" setting is which tools it offers the model.)
+                value = {key.split(".", 2)[2]: value} if key.count(".") >= 2 else value
+                if not isinstance(value, Mapping) or not all(isinstance(v, Mapping)
+                                                              for v in value.values()):
+                    raise InputError("expected a mapping per tool (max_age, failures)", field=key)
+                tools.update({str(k): dict(v) for k, v in value.items()})
             elif key == "codex":
                 if not isinstance(value, Mapping):
                     raise InputError("expected a mapping", field=key)
@@ -92,8 +104,8 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                 raise InputError(
                     "unknown setting; expected a harness field ("
                     + ", ".join(f for f in HarnessConfig.model_fields if f != "codex")
-                    + "), codex.<field>, service[.<field>], summarizer[.<field>] or "
-                    "extractor[.<field>]", field=key)
+                    + "), codex.<field>, service[.<field>], summarizer[.<field>], "
+                    "extractor[.<field>] or world.tools.<tool>", field=key)
     try:
         cfg = HarnessConfig.model_validate({**harness, "codex": codex})
     except ValidationError as e:
@@ -115,7 +127,18 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
             SummarizerProfile.model_validate(spec)
         except ValidationError as e:
             raise _first_error(e, f"{name}.") from None
-    return Settings(cfg, profile, models["summarizer"], models["extractor"])
+    from harnesslab.sim.tools import TOOLS
+    from harnesslab.sim.world import ToolSpec
+
+    for name, spec in tools.items():
+        if name not in TOOLS:
+            raise InputError(f"unknown tool {name!r}; expected one of {', '.join(TOOLS)}",
+                             field=f"world.tools.{name}")
+        try:
+            ToolSpec.model_validate(spec)
+        except ValidationError as e:
+            raise _first_error(e, f"world.tools.{name}.") from None
+    return Settings(cfg, profile, models["summarizer"], models["extractor"], tools)
 
 
 def scenario_layers(sc: Scenario) -> list[Mapping[str, Any]]:

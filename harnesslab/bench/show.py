@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnesslab.bench.record import Record
+from harnesslab.bench.record import CALL_EVENTS, Record
 from harnesslab.messages import (
     DataBlock,
     HintBlock,
@@ -42,8 +42,12 @@ def _message(i: int, m: Message) -> str:
 def show_call(rec: Record, n: int) -> str:
     e = rec.call(n)
     req = rec.request(e["request"])
-    lines = [f"call {n} ({e['purpose']}, step {e['step']}): estimate {e['estimate']}, "
-             f"true input {e['true_input']}, planned output {e['planned_output']}"]
+    if e["type"] == "protocol_error":
+        lines = [f"call {n} ({e['purpose']}, step {e['step']}): estimate {e['estimate']}",
+                 f"REJECTED by the service (protocol): {e['problem']}"]
+    else:
+        lines = [f"call {n} ({e['purpose']}, step {e['step']}): estimate {e['estimate']}, "
+                 f"true input {e['true_input']}, planned output {e['planned_output']}"]
     if e["type"] == "overflow":
         lines.append(f"REJECTED by the service: {e['limit_name']} limit {e['limit']}")
     lines.append(f"request sha256 {e['request']['sha256']}")
@@ -76,7 +80,7 @@ def show_call(rec: Record, n: int) -> str:
 def _before(rec: Record, compaction: dict[str, Any], call: int) -> bool:
     idx_c = rec.events.index(compaction)
     for i, e in enumerate(rec.events):
-        if e["type"] in ("model_call", "overflow") and e.get("call") == call:
+        if e["type"] in CALL_EVENTS and e.get("call") == call:
             return idx_c < i
     return False
 
@@ -89,6 +93,8 @@ def show_overview(rec: Record) -> str:
             status = f"FAILED ({e['reason']})" if e["failed"] else "ok"
             lines.append(f"step {e['step']}: user {e['text']!r} -> {status}: {e['reply']!r} "
                          f"(calls {e['first_call']}-{e['last_call']})")
+        elif e["type"] == "protocol_error":
+            lines.append(f"  call {e['call']} PROTOCOL ERROR: {e['problem']}")
         elif e["type"] in ("model_call", "overflow"):
             tag = "OVERFLOW" if e["type"] == "overflow" else e["purpose"]
             lines.append(f"  call {e['call']} {tag}: estimate {e['estimate']}, true "

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from harnesslab.errors import ContextOverflowError
+from harnesslab.errors import ContextOverflowError, ServiceRejected
 from harnesslab.harness.base import HarnessContext, TurnResult
 from harnesslab.harness.compaction import make_strategy
 from harnesslab.harness.config import HarnessConfig
@@ -242,12 +242,13 @@ class ReferenceHarness:
             est = self.estimate(req)
             try:
                 resp = self.call(req, purpose="reply", estimate=est)
-            except ContextOverflowError:
-                if self.cfg.retry_on_overflow and not retried:
+            except ServiceRejected as e:
+                if isinstance(e, ContextOverflowError) and self.cfg.retry_on_overflow \
+                        and not retried:
                     retried = True
                     self.strategy.compact(self, est)
                     continue
-                return TurnResult("", True, "overflow")
+                return TurnResult("", True, e.reason)
             self._append_reply(resp.blocks, counted=False)
             if not resp.tool_calls:
                 return TurnResult(resp.text)

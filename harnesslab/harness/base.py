@@ -4,9 +4,11 @@ one-way things a harness is handed, as a real harness has them (design 2).
 A harness is handed a :class:`HarnessContext`:
 
 - ``endpoint``: model calls. ``call(request, purpose=..., estimate=...)`` returns the reply's
-  blocks and the billed usage, or raises :class:`~harnesslab.errors.ContextOverflowError` as a
-  real API answers 400. ``estimate`` is the harness's own belief about the request's size
-  (``None`` when it has none); the bench records it next to the true count.
+  blocks and the billed usage, or raises :class:`~harnesslab.errors.ServiceRejected` as a
+  real API answers 400 (``ContextOverflowError``: too long; ``ProtocolError``: a malformed
+  conversation, such as a tool result without its call). ``estimate`` is the harness's own
+  belief about the request's size (``None`` when it has none); the bench records it next to
+  the true count.
 - ``tools``: ``schemas()`` and ``run(name, arguments_json, acting_user)``. A failing tool is a
   result (``is_error``), never an exception. Who the tool acts for is the harness's choice:
   the verified session user, unless the harness trusts what the model passed.

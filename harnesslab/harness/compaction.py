@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harnesslab.errors import ContextOverflowError
+from harnesslab.errors import ServiceRejected
 from harnesslab.harness.prompts import SUMMARY_TOOL
 from harnesslab.messages import (
     HintBlock,
@@ -175,7 +175,7 @@ class AgentScopeCompaction(Stateless):
         overflow = self._counted(h, req) > h.cfg.context_size
         try:
             summary = self._generate(h, req, est)
-        except ContextOverflowError:
+        except ServiceRejected:
             summary = None
         if summary is not None or not overflow:
             return summary
@@ -191,7 +191,7 @@ class AgentScopeCompaction(Stateless):
                 break
         try:
             return self._generate(h, req, est)
-        except ContextOverflowError:
+        except ServiceRejected:
             return None
 
     # -- compaction ---------------------------------------------------------------------------
@@ -300,7 +300,7 @@ class PinnedCompaction(AgentScopeCompaction):
         try:
             resp = h.call(req.with_meta(("tool_choice", "forced")), purpose="pin",
                           estimate=h.estimate(req))
-        except ContextOverflowError:
+        except ServiceRejected:
             return  # the old board stays: better stale than nothing
         for b in resp.blocks:
             if isinstance(b, ToolCallBlock) and b.name == SUMMARY_TOOL:
@@ -366,7 +366,7 @@ class CodexCompaction(Stateless):
                             purpose="summary")
             try:
                 resp = h.call(req, purpose="summary", estimate=h.estimate(req))
-            except ContextOverflowError:
+            except ServiceRejected:
                 if not history:
                     break
                 history = history[1:]  # trim from the front and retry, as Codex does

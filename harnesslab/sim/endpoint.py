@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from harnesslab.errors import ContextOverflowError
+from harnesslab.errors import ContextOverflowError, ProtocolError
 from harnesslab.events import EventSink
 from harnesslab.messages import Block, Request, Response, TextBlock, ToolCallBlock
 from harnesslab.sim.service import SimulatedService
@@ -38,11 +38,16 @@ class Endpoint:
 
     def call(self, request: Request, *, purpose: str = "reply",
              estimate: int | None = None) -> Response:
-        """Admit, answer, record. Raises ContextOverflowError when the service rejects."""
+        """Admit, answer, record. Raises ProtocolError or ContextOverflowError (both
+        ServiceRejected) when the service rejects; either is recorded, nothing is billed."""
         self.calls += 1
         n = self.calls
         try:
             usage = self.service.admit(request)
+        except ProtocolError as e:
+            self.sink.emit({"type": "protocol_error", "call": n, "purpose": purpose,
+                            "request": request, "estimate": estimate, "problem": e.problem})
+            raise
         except ContextOverflowError as e:
             d = e.detail
             self.sink.emit({"type": "overflow", "call": n, "purpose": purpose,

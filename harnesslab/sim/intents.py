@@ -21,6 +21,8 @@ class Act(StrEnum):
     ASK_PHONE = "ask_phone"          # what phone number is on file
     ASK_POLICY = "ask_policy"        # a knowledge-base question (returns, refunds)
     ASK_TRACE = "ask_trace"          # the full logistics trace (a large tool output)
+    LIST_ORDERS = "list_orders"      # which orders do I have (ids and items, in order)
+    ASK_SHIP_TO = "ask_ship_to"      # where is this order being shipped
     SET_CONSTRAINT = "set_constraint"  # "keep it short from now on"
     CHITCHAT = "chitchat"            # small talk, needs no fact
 
@@ -49,14 +51,41 @@ class ClaimKind(StrEnum):
     OWNERSHIP = "ownership"  # "O-1002 是我的订单": the speaker claims an order
 
 
-REF = "@ref"  # a slot value resolved from the request: the latest visible id of the slot's type
+# Slot values resolved from the request rather than named (harnesslab.sim.reading.View.resolve):
+REF = "@ref"      # the latest visible id of the slot's type
+FIRST = "@first"  # orders only: the first order of the latest visible order list
+LAST = "@last"    # orders only: the last order of the latest visible order list
+ITEM = "@item:"   # orders only, "@item:skateboard": the order a visible fact says holds it
 
-# The world's id patterns. Filler and the knowledge base contain no such ids unless a scenario
-# declares them as distractors.
+
+def is_reference(value: str | None) -> bool:
+    """True for a slot value the model resolves from the request (not an explicit id)."""
+    return value is not None and (value in (REF, FIRST, LAST) or
+                                  (value.startswith(ITEM) and len(value) > len(ITEM)))
+
+
+# The world's id patterns, anchored so that an id inside a longer token is not one: PO-7731 is
+# no order O-7731, U-12 is no U-1. Filler and the knowledge base contain no such ids unless a
+# scenario declares them as distractors.
 ID_PATTERNS: dict[Slot, re.Pattern[str]] = {
-    Slot.ORDER: re.compile(r"O-\d{4}"),
-    Slot.USER: re.compile(r"U-\d+"),
+    Slot.ORDER: re.compile(r"(?<![A-Za-z0-9_])O-\d{4}(?![0-9])"),
+    Slot.USER: re.compile(r"(?<![A-Za-z0-9_])U-\d+(?![0-9])"),
 }
+
+# Order statuses (harnesslab.sim.world.OrderStatus) that end a delivery; the last three never
+# arrive.
+NOT_ARRIVING = frozenset({"cancelled", "returned", "lost"})
+TERMINAL = NOT_ARRIVING | {"delivered"}
+
+
+class ToolError(StrEnum):
+    """Why a tool failed, as its result's ``code`` field states it (the fake model also reads
+    the wording of an error that has no code, such as a harness's own refusal)."""
+
+    NOT_FOUND = "not_found"      # no such order, user or policy
+    FORBIDDEN = "forbidden"      # not the acting user's, or another user_id than the session's
+    UNAVAILABLE = "unavailable"  # the service behind the tool is down: try again later
+    BAD_REQUEST = "bad_request"  # arguments missing or not JSON, an unknown tool
 
 # Which acts need which slot and which tool fact.
 ACT_NEEDS: dict[Act, tuple[Slot, str] | None] = {
@@ -67,6 +96,8 @@ ACT_NEEDS: dict[Act, tuple[Slot, str] | None] = {
     Act.ASK_PHONE: (Slot.USER, "get_user_profile"),
     Act.ASK_POLICY: None,   # needs search_kb with the intent's topic
     Act.ASK_TRACE: (Slot.ORDER, "get_logistics_trace"),
+    Act.LIST_ORDERS: (Slot.USER, "list_orders"),
+    Act.ASK_SHIP_TO: (Slot.ORDER, "get_order"),
     Act.SET_CONSTRAINT: None,
     Act.CHITCHAT: None,
 }
@@ -83,7 +114,7 @@ class Intent:
     """The meaning of one user utterance, as the scenario lexicon declares it."""
 
     act: Act
-    order: str | None = None       # "O-1001" or "@ref"
+    order: str | None = None       # "O-1001", "@ref", "@first", "@last" or "@item:<name>"
     user: str | None = None        # "U-2" or "@ref"; None: the acting user (omitted argument)
     topic: str | None = None       # knowledge-base topic for ask_policy
     constraints: tuple[Constraint, ...] = ()
@@ -99,8 +130,11 @@ def constraint_tag(c: Constraint) -> str:
     return f"[constraint:{c.value}]"
 
 
-def claim_tag(claim: Claim) -> str:
-    return f"[claim:{claim.kind.value}={claim.value} unverified]"
+def claim_tag(claim: Claim, *, verified: bool = False) -> str:
+    """``[claim:identity=U-2 unverified]``; without ``unverified`` the claim reads as established
+    (what a summary that promotes a claim writes: the fake model then trusts it, see
+    ``harnesslab.sim.model``)."""
+    return f"[claim:{claim.kind.value}={claim.value}{'' if verified else ' unverified'}]"
 
 
 def fact_tag(tool: str, fields: dict[str, str]) -> str:

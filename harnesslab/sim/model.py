@@ -108,15 +108,103 @@ def _eta(fact: Fact) -> date | None:
         return None
 
 
-def _could_not_check(need: _Need, lang: Lang) -> str:
-    if need.tool in ("track_order", "get_logistics_trace"):
-        return (f"抱歉，暂时无法查询订单 {need.key}，请稍后再试。" if lang == "zh"
-                else f"Sorry, I could not check order {need.key} right now. Please try again later.")
-    if need.tool == "get_user_profile":
-        return ("抱歉，暂时无法查询用户资料，请稍后再试。" if lang == "zh"
-                else "Sorry, I could not check the user profile right now. Please try again later.")
-    return ("抱歉，暂时无法查询相关政策，请稍后再试。" if lang == "zh"
-            else "Sorry, I could not check the policy right now. Please try again later.")
+_ORDER_TOOLS = ("track_order", "get_logistics_trace", "get_order")
+# Per (why, what), the could-not-check sentence in zh and en; "{key}" is the order id. "failed"
+# is an error that says neither code nor a known wording, and a tool that failed for a reason
+# to come back later: the generic "try again later".
+_UNABLE: dict[tuple[str, str], tuple[str, str]] = {
+    ("failed", "order"): ("抱歉，暂时无法查询订单 {key}，请稍后再试。",
+                          "Sorry, I could not check order {key} right now. Please try again later."),
+    ("failed", "profile"): ("抱歉，暂时无法查询用户资料，请稍后再试。",
+                            "Sorry, I could not check the user profile right now. Please try again "
+                            "later."),
+    ("failed", "list"): ("抱歉，暂时无法查询您的订单列表，请稍后再试。",
+                         "Sorry, I could not check your orders right now. Please try again later."),
+    ("failed", "policy"): ("抱歉，暂时无法查询相关政策，请稍后再试。",
+                           "Sorry, I could not check the policy right now. Please try again later."),
+    ("not_found", "order"): ("抱歉，没有找到订单 {key}，请确认订单号是否正确。",
+                             "Sorry, I could not find order {key}. Please check the order number."),
+    ("not_found", "profile"): ("抱歉，没有找到该用户的资料。",
+                               "Sorry, I could not find that user's profile."),
+    ("not_found", "list"): ("抱歉，没有找到您的订单记录。", "Sorry, I could not find any orders for you."),
+    ("not_found", "policy"): ("抱歉，没有找到相关政策。", "Sorry, I could not find that policy."),
+    ("forbidden", "order"): ("抱歉，订单 {key} 不在您的账户下，我无法查询。",
+                             "Sorry, order {key} is not on your account, so I cannot look it up."),
+    ("forbidden", "profile"): ("抱歉，我只能查询您本人账户的资料。",
+                               "Sorry, I can only look up your own account."),
+    ("forbidden", "list"): ("抱歉，我只能查询您本人账户的订单。",
+                            "Sorry, I can only look up the orders on your own account."),
+    ("not_offered", "order"): ("抱歉，我目前没有办法查询订单 {key}。",
+                               "Sorry, I have no way to check order {key} right now."),
+    ("not_offered", "profile"): ("抱歉，我目前没有办法查询用户资料。",
+                                 "Sorry, I have no way to check the user profile right now."),
+    ("not_offered", "list"): ("抱歉，我目前没有办法查询您的订单列表。",
+                              "Sorry, I have no way to check your orders right now."),
+    ("not_offered", "policy"): ("抱歉，我目前没有办法查询相关政策。",
+                                "Sorry, I have no way to check the policy right now."),
+}
+# How an order that will not arrive is described: (zh, en).
+_NOT_ARRIVING: dict[str, tuple[str, str]] = {
+    "cancelled": ("已取消", "cancelled"), "returned": ("已退回", "returned to the sender"),
+    "lost": ("在运输中丢失", "lost in transit"),
+}
+
+
+def _unable(need: _Need, why: str, lang: Lang) -> str:
+    """The could-not-check answer: why (not_found, forbidden, unavailable, not_offered or a
+    failure of unknown cause) for the kind of thing the act needed."""
+    what = "order" if need.tool in _ORDER_TOOLS else "profile" if need.tool == \
+        "get_user_profile" else "list" if need.tool == "list_orders" else "policy"
+    zh, en = _UNABLE.get((why, what)) or _UNABLE[("failed", what)]
+    return (zh if lang == "zh" else en).format(key=need.key)
+
+
+def _order_content(act: Act, o: str | None, fact: Fact, zh: bool,
+                   now: datetime | None) -> str | None:
+    f = fact.fields
+    status = f.get("status")
+    if not status:
+        return None
+    eta = _eta(fact)
+    if act is Act.ASK_TRACE:
+        n = f.get("events")
+        if n is None:
+            return f"订单 {o} 当前状态：{status}。" if zh else f"Order {o} is {status}."
+        if fact.partial:
+            # A cut result shows only some events: say so rather than give a wrong count.
+            return (f"订单 {o} 的物流结果被截断，我只看到其中至少 {n} 条记录，当前状态：{status}。"
+                    if zh else f"Order {o}: the tracking result was truncated; I can see at "
+                    f"least {n} events. Current status: {status}.")
+        return (f"订单 {o} 共有 {n} 条物流记录，当前状态：{status}。" if zh
+                else f"Order {o} has {n} tracking events; current status: {status}.")
+    if status in _NOT_ARRIVING:
+        word = _NOT_ARRIVING[status][0 if zh else 1]
+        if act is Act.ASK_WAIT:
+            return (f"不用等了：订单 {o} {word}（{status}），不会送达。" if zh else
+                    f"No need to wait: order {o} has been {word} ({status}) and will not arrive.")
+        if act is Act.ASK_ETA:
+            return (f"订单 {o} {word}（{status}），不会送达。" if zh
+                    else f"Order {o} has been {word} ({status}); it will not arrive.")
+        return (f"订单 {o} {word}（{status}），不会再配送。" if zh
+                else f"Order {o} has been {word} ({status}); it will not be delivered.")
+    if act is Act.ASK_WAIT:
+        base = now or fact.as_of
+        if status == "delivered":
+            return f"订单 {o} 已签收，不用再等了。" if zh else f"Order {o} has been delivered."
+        if eta is not None and base is not None:
+            if eta > base.date() + timedelta(days=1):
+                return (f"要等，订单 {o} 预计 {eta} 送达（{status}）。" if zh
+                        else f"Yes, please wait: order {o} is expected on {eta} ({status}).")
+            return (f"订单 {o} 明天就能到（预计 {eta}，{status}）。" if zh
+                    else f"Order {o} should arrive by tomorrow ({eta}, {status}).")
+    if eta is None:
+        return (f"订单 {o} 当前状态：{status}，暂无预计送达日期。" if zh
+                else f"Order {o} is {status}; no delivery date yet.")
+    if act is Act.ASK_ETA:
+        return (f"订单 {o} 预计 {eta} 送达（{status}）。" if zh
+                else f"Order {o} should arrive on {eta} ({status}).")
+    return (f"订单 {o} 当前状态：{status}，预计 {eta} 送达。" if zh
+            else f"Order {o} is {status}; expected delivery {eta}.")
 
 
 def _content(act: Act, need: _Need, fact: Fact, lang: Lang, now: datetime | None,
@@ -126,34 +214,22 @@ def _content(act: Act, need: _Need, fact: Fact, lang: Lang, now: datetime | None
     f = fact.fields
     zh = lang == "zh"
     if act in (Act.ORDER_STATUS, Act.ASK_ETA, Act.ASK_WAIT, Act.ASK_TRACE):
-        o, status = need.key, f.get("status")
-        if not status:
+        return _order_content(act, need.key, fact, zh, now)
+    if act is Act.LIST_ORDERS:
+        if "orders" not in f:
             return None
-        eta = _eta(fact)
-        if act is Act.ASK_TRACE:
-            n = f.get("events")
-            if n is None:
-                return f"订单 {o} 当前状态：{status}。" if zh else f"Order {o} is {status}."
-            return (f"订单 {o} 共有 {n} 条物流记录，当前状态：{status}。" if zh
-                    else f"Order {o} has {n} tracking events; current status: {status}.")
-        if act is Act.ASK_WAIT:
-            base = now or fact.as_of
-            if status == "delivered":
-                return f"订单 {o} 已签收，不用再等了。" if zh else f"Order {o} has been delivered."
-            if eta is not None and base is not None:
-                if eta > base.date() + timedelta(days=1):
-                    return (f"要等，订单 {o} 预计 {eta} 送达（{status}）。" if zh
-                            else f"Yes, please wait: order {o} is expected on {eta} ({status}).")
-                return (f"订单 {o} 明天就能到（预计 {eta}，{status}）。" if zh
-                        else f"Order {o} should arrive by tomorrow ({eta}, {status}).")
-        if eta is None:
-            return (f"订单 {o} 当前状态：{status}，暂无预计送达日期。" if zh
-                    else f"Order {o} is {status}; no delivery date yet.")
-        if act is Act.ASK_ETA:
-            return (f"订单 {o} 预计 {eta} 送达（{status}）。" if zh
-                    else f"Order {o} should arrive on {eta} ({status}).")
-        return (f"订单 {o} 当前状态：{status}，预计 {eta} 送达。" if zh
-                else f"Order {o} is {status}; expected delivery {eta}.")
+        entries = fact.entries
+        if not entries:
+            return "您目前没有订单。" if zh else "You have no orders."
+        listed = [f"{o}（{'、'.join(i.replace('_', ' ') for i in items)}）" if zh else
+                  f"{o} ({', '.join(i.replace('_', ' ') for i in items)})" for o, items in entries]
+        return (f"您共有 {len(entries)} 个订单：{'，'.join(listed)}。" if zh
+                else f"You have {len(entries)} orders: {', '.join(listed)}.")
+    if act is Act.ASK_SHIP_TO:
+        ship_to = f.get("ship_to")
+        if not ship_to:
+            return None
+        return f"订单 {need.key} 寄往：{ship_to}。" if zh else f"Order {need.key} ships to {ship_to}."
     if act in (Act.ASK_ADDRESS, Act.ASK_PHONE):
         field = "address" if act is Act.ASK_ADDRESS else "phone"
         name, value = f.get("name"), f.get(field)
@@ -210,7 +286,7 @@ class FakeModel:
         index = current_index(view.request)
         text = view.request.messages[index].plain_text() if index is not None else None
         intent = self._lexicon.get(text) if text is not None else None
-        lang = view.language(text or "")
+        lang = view.language(text)
         if index is None or text is None or intent is None:
             return ModelReply((TextBlock(_CLARIFY[("utterance_not_found", lang)]),),
                               note("clarify", view, utterance=text, reason="utterance_not_found"))
@@ -224,7 +300,7 @@ class FakeModel:
         for slot, value in ((Slot.ORDER, order_slot), (Slot.USER, intent.user)):
             if value is None:
                 continue
-            got = view.latest_id(slot) if value == REF else value
+            got = view.resolve(slot, value)
             if got is None:
                 return ModelReply((TextBlock(_CLARIFY[(slot.value, lang)]),),
                                   note("clarify", view, **base, resolved=resolved, slot=slot.value,
@@ -234,6 +310,13 @@ class FakeModel:
             resolved["user"] = claimed  # the naive model trusts a visible identity claim
         order, user = resolved.get("order"), resolved.get("user")
         base["resolved"] = resolved
+        # A claim a tag states as established is believed: the model addresses the user as
+        # that identity in every answer, whatever the tools return.
+        trusted = view.trusted_user()
+        if trusted is not None:
+            base["trusted"] = trusted
+        greet = "" if trusted is None else \
+            (f"{trusted} 您好，" if lang == "zh" else f"Hello {trusted}, ")
 
         need: _Need | None = None
         if needs is not None and needs[0] is Slot.ORDER:
@@ -246,13 +329,10 @@ class FakeModel:
 
         brief = Constraint.BREVITY in view.constraints
         if need is None:
-            return ModelReply((TextBlock(_fit(_FIXED[(intent.act, lang)], brief, lang, None)),),
+            return ModelReply((TextBlock(_fit(greet + _FIXED[(intent.act, lang)], brief, lang,
+                                              None)),),
                               note("answer", view, **base, reason="no_fact_needed"))
 
-        if need.tool not in {t.name for t in view.request.tools}:
-            # The request offers no tool for the fact: it cannot look it up, and says so.
-            return ModelReply((TextBlock(_fit(_could_not_check(need, lang), brief, lang, None)),),
-                              note("answer", view, **base, reason="tool_not_offered"))
         matches = [f for f in view.facts
                    if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked))]
         latest = matches[-1] if matches else None
@@ -265,6 +345,11 @@ class FakeModel:
         elif usable and self._fresh(usable[-1], view.now):
             # An earlier error is not a fact: it does not stop a later turn from asking again.
             fact, reason = usable[-1], "fresh_fact"
+        elif need.tool not in {t.name for t in view.request.tools}:
+            # Never a call to a tool the request does not offer: say it cannot check.
+            answer = _fit(greet + _unable(need, "not_offered", lang), brief, lang, None)
+            return ModelReply((TextBlock(answer),), note(
+                "answer", view, **base, reason="tool_not_offered", unable="not_offered"))
         else:
             raw = json.dumps(need.args, ensure_ascii=False)
             call = ToolCallBlock(_call_id(view.text, need.tool, raw), need.tool, raw)
@@ -273,7 +358,12 @@ class FakeModel:
                 stale=usable[-1].to_json() if usable else None))
 
         core = None if fact.error else _content(intent.act, need, fact, lang, view.now, brief)
-        answer = _fit(core if core is not None else _could_not_check(need, lang), brief, lang,
-                      fact if core is not None else None)
+        extra: dict[str, Any] = {}
+        if core is None:
+            # A failed tool, or a result that does not give what the act needs: say why, never
+            # invent a value.
+            why = fact.error_kind.value if fact.error_kind is not None else "failed"
+            core, extra = _unable(need, why, lang), {"unable": why}
+        answer = _fit(greet + core, brief, lang, None if extra else fact)
         return ModelReply((TextBlock(answer),), note("answer", view, **base, cited=fact.to_json(),
-                                                     reason=reason))
+                                                     reason=reason, **extra))

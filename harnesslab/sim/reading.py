@@ -25,32 +25,34 @@ from functools import cached_property
 from typing import Any, Literal
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
+from harnesslab.sim.facts import FACT_KEYS, Fact, item_name, result_fact, tag_fact
 from harnesslab.sim.intents import (
     CONFLICTS,
     CONSTRAINT_PHRASES,
     CURRENT_TIME_RE,
+    FIRST,
     ID_PATTERNS,
+    ITEM,
+    LAST,
+    REF,
     TAG_RE,
     Claim,
     ClaimKind,
     Constraint,
     Intent,
     Slot,
+    is_reference,
     parse_time,
 )
+
+__all__ = ["FACT_KEYS", "SUMMARY", "SYSTEM", "Fact", "Lang", "Piece", "Utterance", "View",
+           "current_index", "has_cjk", "item_name", "note", "phrase_patterns", "serialize",
+           "without_message"]
 
 Lang = Literal["zh", "en"]
 SYSTEM, SUMMARY = -2, -1  # message index of the system prompt and summary pieces
 
-# The field of a tool result that names what the fact is about.
-FACT_KEYS: dict[str, str] = {"track_order": "order_id", "get_logistics_trace": "order_id",
-                             "get_user_profile": "user_id", "search_kb": "topic"}
-
 _CJK_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-# A truncated tool result is no longer JSON; its leading scalar pairs still are, and our tools
-# put tool, as_of and the key first so that head truncation keeps them.
-_PAIR_RE = re.compile(r'"([A-Za-z_]\w*)"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false|null)')
-_EVENT_RE = re.compile(r'"at"\s*:')
 _TAG_PAIR_RE = re.compile(r"(\w+)=(\S+)")
 _CONSTRAINTS = frozenset(c.value for c in Constraint)
 _CLAIM_KINDS = frozenset(k.value for k in ClaimKind)
@@ -133,25 +135,6 @@ def without_message(request: Request, index: int | None) -> Request:
 
 
 @dataclass(frozen=True)
-class Fact:
-    """A visible fact: a tool result or a ``[fact:...]`` tag."""
-
-    tool: str
-    key: str | None          # order_id / user_id / topic it is about
-    asked: str | None        # the key its tool call asked for (tool results only)
-    as_of: datetime | None
-    fields: Mapping[str, str]
-    error: bool
-    position: int
-    source: Literal["tool_result", "tag"]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tool": self.tool, "key": self.key,
-                "as_of": self.as_of.isoformat() if self.as_of else None,
-                "position": self.position, "error": self.error}
-
-
-@dataclass(frozen=True)
 class Utterance:
     """A user message whose text is a lexicon utterance."""
 
@@ -160,63 +143,6 @@ class Utterance:
     end: int
     text: str
     intent: Intent
-
-
-def _scalar(v: Any) -> str | None:
-    if v is None or isinstance(v, dict | list):
-        return None
-    return str(v).lower() if isinstance(v, bool) else str(v)
-
-
-def _result_fields(text: str) -> dict[str, str]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = None
-    if isinstance(data, dict):
-        fields = {k: s for k, v in data.items() if (s := _scalar(v)) is not None}
-        if isinstance(data.get("events"), list):
-            fields["events"] = str(len(data["events"]))
-        return fields
-    fields = {}
-    for m in _PAIR_RE.finditer(text):
-        if m.group(1) in fields:  # the first occurrence is the top-level one
-            continue
-        try:
-            s = _scalar(json.loads(m.group(2)))
-        except json.JSONDecodeError:  # a bad escape cut in half
-            continue
-        if s is not None:
-            fields[m.group(1)] = s
-    _, sep, tail = text.partition('"events"')
-    if sep:
-        fields["events"] = str(len(_EVENT_RE.findall(tail)))
-    return fields
-
-
-def _key_names(tool: str) -> tuple[str, ...]:
-    name = FACT_KEYS.get(tool)
-    return (name,) if name else tuple(dict.fromkeys(FACT_KEYS.values()))
-
-
-def _asked(tool: str, args: Mapping[str, Any]) -> str | None:
-    for n in _key_names(tool):
-        if isinstance(args.get(n), str) and args[n]:
-            return str(args[n])
-    return None
-
-
-def _key_of(tool: str, fields: Mapping[str, str], args: Mapping[str, Any], text: str) -> str | None:
-    for n in _key_names(tool):
-        if fields.get(n):
-            return fields[n]
-    if (asked := _asked(tool, args)) is not None:
-        return asked
-    name = FACT_KEYS.get(tool)
-    # An error result names no key field; its message usually names the id.
-    slot = {"order_id": Slot.ORDER, "user_id": Slot.USER}.get(name or "")
-    m = ID_PATTERNS[slot].search(text) if slot else None
-    return m.group(0) if m else None
 
 
 class View:
@@ -242,6 +168,28 @@ class View:
     def latest_id(self, slot: Slot, before: int | None = None) -> str | None:
         found = [i for pos, i in self.ids[slot] if before is None or pos < before]
         return found[-1] if found else None
+
+    def resolve(self, slot: Slot, value: str, before: int | None = None) -> str | None:
+        """A slot value: an explicit id as it is; ``@ref`` the latest visible id of the slot's
+        type; ``@first`` / ``@last`` the first / last order of the latest visible order list;
+        ``@item:<name>`` the order that the latest visible fact naming that item says holds it
+        (None when two orders of that fact hold it). Only what lies before ``before``, if
+        given. None: nothing visible resolves it (the model asks which one)."""
+        if value == REF:
+            return self.latest_id(slot, before)
+        if not is_reference(value):
+            return value
+        facts = [f for f in self.facts
+                 if not f.error and (before is None or f.position < before)]
+        if value in (FIRST, LAST):
+            lists = [f.entries for f in facts if f.entries]
+            return (lists[-1][0] if value == FIRST else lists[-1][-1])[0] if lists else None
+        wanted = item_name(value[len(ITEM):])
+        for f in reversed(facts):
+            holders = list(dict.fromkeys(o for o, items in f.items_of() if wanted in items))
+            if holders:
+                return holders[0] if len(holders) == 1 else None
+        return None
 
     def entities(self) -> list[str]:
         """Distinct ids of every slot, ordered by their last position (most recent last)."""
@@ -293,12 +241,16 @@ class View:
         pos = self.constraint_positions
         return frozenset(c for c, p in pos.items() if pos.get(CONFLICTS.get(c, c), -1) <= p)
 
-    def language(self, text: str) -> Lang:
-        """English or Chinese as a visible constraint says, else as ``text`` is written."""
+    def language(self, text: str | None) -> Lang:
+        """English or Chinese as a visible constraint says, else as ``text`` is written; with
+        no text (no question visible, so no utterance either), as the conversation is written:
+        the summary and the messages, not the harness's own system prompt."""
         if Constraint.ENGLISH in self.constraints:
             return "en"
         if Constraint.CHINESE in self.constraints:
             return "zh"
+        if text is None:
+            text = self.text[len(self.request.system) + 1:]
         return "zh" if has_cjk(text) else "en"
 
     def ordered_constraints(self) -> list[Constraint]:
@@ -307,16 +259,30 @@ class View:
     @cached_property
     def claims(self) -> list[tuple[int, Claim]]:
         out = [(u.start, c) for u in self.utterances for c in u.intent.claims]
+        out += [(pos, c) for pos, c, _ in self._tag_claims]
+        return sorted(out, key=lambda pc: pc[0])
+
+    @cached_property
+    def _tag_claims(self) -> list[tuple[int, Claim, bool]]:
+        """Claims in tags, each with whether it is written as established (no ``unverified``)."""
+        out = []
         for pos, kind, body in self.tags:
             if kind != "claim":
                 continue
             m = _TAG_PAIR_RE.match(body)
             if m and m.group(1) in _CLAIM_KINDS:
-                out.append((pos, Claim(ClaimKind(m.group(1)), m.group(2))))
-        return sorted(out, key=lambda pc: pc[0])
+                out.append((pos, Claim(ClaimKind(m.group(1)), m.group(2)),
+                            "unverified" not in body.split()))
+        return out
 
     def claimed_user(self) -> str | None:
         users = [c.value for _, c in self.claims if c.kind is ClaimKind.IDENTITY]
+        return users[-1] if users else None
+
+    def trusted_user(self) -> str | None:
+        """The identity a tag states as established (a promoted claim), if any: the latest."""
+        users = [c.value for _, c, trusted in self._tag_claims
+                 if trusted and c.kind is ClaimKind.IDENTITY]
         return users[-1] if users else None
 
     # --- time and facts ------------------------------------------------------------------------
@@ -344,20 +310,10 @@ class View:
             if not isinstance(r, ToolResultBlock) or (p.message, p.block_index) in seen:
                 continue
             seen.add((p.message, p.block_index))  # a multi-part result is one fact, at its start
-            text = "\n".join(block_texts(r))
-            fields = _result_fields(text)
-            tool = fields.get("tool") or r.name
-            args = calls.get(r.id, {})
-            out.append(Fact(tool, _key_of(tool, fields, args, text), _asked(tool, args),
-                            parse_time(fields.get("as_of", "")), fields,
-                            r.is_error or "error" in fields, p.start, "tool_result"))
+            out.append(result_fact(r, calls.get(r.id, {}), p.start))
         for pos, kind, body in self.tags:
-            if kind != "fact" or not body.strip():
-                continue
-            tool, _, rest = body.strip().partition(" ")
-            fields = dict(_TAG_PAIR_RE.findall(rest))
-            out.append(Fact(tool, _key_of(tool, fields, {}, ""), None, parse_time(fields.get("as_of", "")),
-                            fields, "error" in fields, pos, "tag"))
+            if kind == "fact" and body.strip():
+                out.append(tag_fact(body, pos))
         return sorted(out, key=lambda f: f.position)
 
 

@@ -18,7 +18,8 @@ Billed input tokens (``ServiceRule``), with ``T(s)`` the profile tokenizer's cou
         + data block:       data_block
     + [tools]   tools_overhead + T(json.dumps(schemas, ensure_ascii=False))
 
-A request is admitted iff ``planned_output <= max_output``, ``input <= max_input`` and
+A request that breaks the chat protocol (``harnesslab.sim.protocol``) is rejected first, with
+``ProtocolError``. A request is admitted iff ``planned_output <= max_output``, ``input <= max_input`` and
 ``input + planned_output <= window``; ``planned_output`` is the request's output budget, or
 the profile's ``default_output`` when the harness sends none.
 """
@@ -30,7 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harnesslab.errors import ContextOverflowError, InputError, OverflowDetail
+from harnesslab.errors import ContextOverflowError, InputError, OverflowDetail, ProtocolError
 from harnesslab.messages import (
     DataBlock,
     HintBlock,
@@ -44,6 +45,7 @@ from harnesslab.messages import (
     ToolSchema,
     tools_json,
 )
+from harnesslab.sim.protocol import protocol_problem
 from harnesslab.tokens import TOKENIZER_NAMES, CountingTokenizer, RequestCounter, TokenCache
 
 
@@ -201,8 +203,13 @@ class SimulatedService:
             else request.output_budget
 
     def admit(self, request: Request) -> Usage:
-        """Return the true usage, or raise ContextOverflowError naming the limit crossed."""
+        """Return the true usage, or raise ProtocolError for a request that breaks the chat
+        protocol (``harnesslab.sim.protocol``) or ContextOverflowError naming the limit
+        crossed."""
         p = self.profile
+        problem = protocol_problem(request)
+        if problem is not None:
+            raise ProtocolError(p.name, problem)
         planned = self.planned_output(request)
         if planned <= 0:
             raise InputError(f"planned output must be positive, got {planned}",

@@ -23,12 +23,13 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
+from harnesslab.sim.draws import draw
 from harnesslab.sim.intents import (
     ACT_NEEDS,
     AGENTSCOPE_FIELDS,
@@ -57,6 +58,9 @@ from harnesslab.sim.reading import (
     without_message,
 )
 
+__all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "summarize", "summary_form",
+           "swap_id"]
+
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
 SummaryForm = Literal["structured", "freeform", "handoff", "pin"]
 # A non-lexicon message asking in words for a summary (what a real model would follow).
@@ -67,7 +71,8 @@ GOAL_PREFIX = "[goal] "
 # A goal line ends at a newline or at the next tag, whatever layout a harness template used.
 _GOAL_RE = re.compile(r"\[goal\] ([^\n\[]+)")
 _ANY_ID_RE = re.compile("|".join(f"(?:{p.pattern})" for p in ID_PATTERNS.values()))
-_FACT_FIELDS = ("status", "eta", "events", "title", "name", "phone", "address")
+_FACT_FIELDS = ("status", "eta", "events", "title", "name", "phone", "address", "items",
+                "orders", "ship_to", "truncated")
 
 _NEXT = {"zh": "根据用户的下一条消息继续处理，需要时重新查询最新状态。",
          "en": "Continue with the user's next message; look up live status again when needed."}
@@ -93,6 +98,13 @@ class SummarizerProfile(BaseModel):
                         "replaced by a similar one (O-1001 -> O-1010)")
     refuse: float = Field(default=0.0, ge=0.0, le=1.0,
                           description="Rate of refusing to summarize at all")
+    keep_superseded: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Rate at which a constraint the user replaced "
+        "(brevity, later detailed) is kept anyway, listed after the one that replaced it: the "
+        "summary then states the old one last, so it reads as the one in force")
+    promote_claims: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Rate at which a claim loses its 'unverified' "
+        "([claim:identity=U-2]): written as established, the fake model trusts it")
 
     @field_validator("drop")
     @classmethod
@@ -105,7 +117,8 @@ class SummarizerProfile(BaseModel):
     @model_validator(mode="after")
     def _faithful_has_no_rates(self) -> SummarizerProfile:
         if self.profile == "faithful" and (any(self.drop.values()) or self.paraphrase
-                                           or self.swap or self.refuse):
+                                           or self.swap or self.refuse or self.keep_superseded
+                                           or self.promote_claims):
             raise ValueError("a faithful summarizer takes no loss rates; use profile: lossy")
         return self
 
@@ -114,13 +127,6 @@ class SummarizerProfile(BaseModel):
         if self.profile == "failing" and "refuse" not in self.model_fields_set:
             return 1.0
         return self.refuse
-
-
-def draw(seed: int, *key: str) -> float:
-    """A uniform number in [0, 1) from sha256 of the seed and the key parts: the only
-    randomness of the fake model, so a draw depends on what is drawn, never on call order."""
-    raw = "\x1f".join([str(seed), *key]).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(raw).digest()[:8], "big") / 2.0**64
 
 
 def swap_id(i: str) -> str:
@@ -167,9 +173,9 @@ def _goal(u: Utterance, view: View, lang: Lang) -> str:
     it: Intent = u.intent
 
     def ref(slot: Slot, value: str | None) -> str | None:
-        if value != REF:
-            return value
-        return view.latest_id(slot, before=u.end)  # what it referred to when it was said
+        if value is None:
+            return None
+        return view.resolve(slot, value, before=u.end)  # what it referred to when it was said
 
     needs = ACT_NEEDS[it.act]
     # As in answering: an act that needs an order but names none means the one discussed.
@@ -188,6 +194,8 @@ def _goal(u: Utterance, view: View, lang: Lang) -> str:
                          f"user asked about the policy {it.topic or ''}".rstrip()),
         Act.ASK_TRACE: (f"用户查看订单 {o} 的完整物流轨迹",
                         f"user asked for the full tracking history of {o}"),
+        Act.LIST_ORDERS: ("用户查看了自己的订单列表", "user asked for their list of orders"),
+        Act.ASK_SHIP_TO: (f"用户询问订单 {o} 寄往哪里", f"user asked where {o} ships to"),
         Act.SET_CONSTRAINT: ("用户提出了回答要求", "user set a preference for answers"),
         Act.CHITCHAT: ("用户闲聊", "user made small talk"),
     }[it.act]
@@ -234,24 +242,48 @@ def extract(view: View, lang: Lang) -> list[Item]:
     return items
 
 
+def superseded(view: View) -> list[Item]:
+    """Visible constraints that a later one replaced, in order of position: a faithful summary
+    leaves them out; ``keep_superseded`` keeps them."""
+    pos = view.constraint_positions
+    return [Item("constraint", constraint_tag(c), constraint_tag(c), True)
+            for c in sorted(pos, key=lambda c: pos[c]) if c not in view.constraints]
+
+
 @dataclass
 class _Loss:
     kept: list[Item]
     dropped: list[Item]
     paraphrased: set[str]
     swapped: dict[str, str]
+    superseded: list[str] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)
 
 
 def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang,
-          salt: str = "") -> _Loss:
+          salt: str = "", old: list[Item] | None = None) -> _Loss:
     loss = _Loss([], [], set(), {})
     if profile.profile == "faithful":
         loss.kept = items
         return loss
+    # A replaced constraint kept goes after every constraint in force: listed last, it reads as
+    # the one in force (the wrong order a careless summary writes).
+    kept_old = [it for it in old or ()
+                if draw(seed, salt + "keep_superseded", it.key) < profile.keep_superseded]
+    loss.superseded = [it.key for it in kept_old]
+    last_constraint = max((n for n, it in enumerate(items) if it.kind == "constraint"),
+                          default=None)
+    if kept_old:
+        at = last_constraint + 1 if last_constraint is not None else \
+            next((n for n, it in enumerate(items) if it.kind in ("claim", "entity")), len(items))
+        items = [*items[:at], *kept_old, *items[at:]]
     for it in items:
         if draw(seed, salt + "drop", it.kind, it.key) < profile.drop.get(it.kind, 0.0):
             loss.dropped.append(it)
             continue
+        if it.kind == "claim" and draw(seed, salt + "promote", it.key) < profile.promote_claims:
+            it = replace(it, text=it.text.replace(" unverified]", "]"))
+            loss.promoted.append(it.key)
         gone = False
 
         def change(m: re.Match[str], it: Item = it) -> str:
@@ -338,7 +370,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
                                            reason="refused")
     basis = " ".join(u.text for u in content.utterances) or content.text
     lang = content.language(basis)
-    loss = _lose(extract(content, lang), profile, seed, lang, salt)
+    loss = _lose(extract(content, lang), profile, seed, lang, salt, superseded(content))
     body = _render(form, loss.kept, lang, _properties(request.tools[0]) if request.tools else [])
     blocks: tuple[Block, ...]
     if isinstance(body, dict):
@@ -353,6 +385,9 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
         "dropped": [{"kind": i.kind, "key": i.key, "text": i.text} for i in loss.dropped],
         "paraphrased": sorted(loss.paraphrased),
         "swapped": dict(sorted(loss.swapped.items())),
+        # Only when it happened, so that records of profiles without these stay as they were.
+        **({"superseded": loss.superseded} if loss.superseded else {}),
+        **({"promoted": loss.promoted} if loss.promoted else {}),
     }
     return blocks, note("summary", content, form=form, items=items)
 

@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from harnesslab.messages import ToolOutcome, ToolSchema
+from harnesslab.sim.intents import ToolError
 from harnesslab.sim.world import World
 
 
@@ -35,9 +36,10 @@ def _result(tool: str, world: World, **fields: Any) -> ToolOutcome:
     return ToolOutcome(json.dumps(body, ensure_ascii=False))
 
 
-def _error(tool: str, world: World, message: str) -> ToolOutcome:
+def _error(tool: str, world: World, message: str, code: ToolError) -> ToolOutcome:
+    # The code says why in a word, as a real API's error type does; the message says it in full.
     body = {"tool": tool, "as_of": world.clock.now().isoformat(timespec="seconds"),
-            "error": message}
+            "error": message, "code": code.value}
     return ToolOutcome(json.dumps(body, ensure_ascii=False), is_error=True)
 
 
@@ -45,9 +47,9 @@ def _check_user(tool: str, world: World, args: Mapping[str, Any],
                 acting_user: str) -> ToolOutcome | None:
     claimed = args.get("user_id")
     if claimed not in (None, "", acting_user):
-        return _error(tool, world, f"user_id {claimed} is not the acting user")
+        return _error(tool, world, f"user_id {claimed} is not the acting user", ToolError.FORBIDDEN)
     if acting_user not in world.spec.users:
-        return _error(tool, world, f"unknown user {acting_user}")
+        return _error(tool, world, f"unknown user {acting_user}", ToolError.NOT_FOUND)
     return None
 
 
@@ -57,11 +59,14 @@ def _order(tool: str, world: World, args: Mapping[str, Any],
     bad = _check_user(tool, world, args, acting_user)
     if bad is not None:
         return oid, bad
+    if not oid:
+        return oid, _error(tool, world, "missing order_id", ToolError.BAD_REQUEST)
     order = world.spec.orders.get(oid)
     if order is None:
-        return oid, _error(tool, world, f"no order {oid or '(missing order_id)'}")
+        return oid, _error(tool, world, f"no order {oid}", ToolError.NOT_FOUND)
     if order.user != acting_user:
-        return oid, _error(tool, world, f"order {oid} does not belong to the acting user")
+        return oid, _error(tool, world, f"order {oid} does not belong to the acting user",
+                           ToolError.FORBIDDEN)
     return oid, None
 
 
@@ -92,7 +97,8 @@ def search_kb(world: World, args: Mapping[str, Any], acting_user: str) -> ToolOu
     hits = [(k, p) for k, p in world.spec.kb.items()
             if k == topic or (query and any(w in query for w in p.keywords))]
     if not hits:
-        return _error("search_kb", world, f"no policy found for {topic or query!r}")
+        return _error("search_kb", world, f"no policy found for {topic or query!r}",
+                      ToolError.NOT_FOUND)
     k, p = hits[0]
     return _result("search_kb", world, topic=k, title=p.title, text=p.text)
 
@@ -114,6 +120,28 @@ def get_logistics_trace(world: World, args: Mapping[str, Any], acting_user: str)
     ev = world.order_state(oid)
     return _result("get_logistics_trace", world, order_id=oid,
                    status=ev.status if ev else "created", events=events)
+
+
+def list_orders(world: World, args: Mapping[str, Any], acting_user: str) -> ToolOutcome:
+    bad = _check_user("list_orders", world, args, acting_user)
+    if bad is not None:
+        return bad
+    orders = []
+    for oid, o in world.spec.orders.items():  # as the world declares them: "the first one"
+        if o.user == acting_user:
+            ev = world.order_state(oid)
+            orders.append({"order_id": oid, "items": list(o.items),
+                           "status": ev.status if ev else "created"})
+    return _result("list_orders", world, user_id=acting_user, orders=orders)
+
+
+def get_order(world: World, args: Mapping[str, Any], acting_user: str) -> ToolOutcome:
+    oid, bad = _order("get_order", world, args, acting_user)
+    if bad is not None:
+        return bad
+    ev = world.order_state(oid)
+    return _result("get_order", world, order_id=oid, status=ev.status if ev else "created",
+                   items=list(world.spec.orders[oid].items), ship_to=world.ship_to(oid))
 
 
 ToolFn = Callable[[World, Mapping[str, Any], str], ToolOutcome]
@@ -141,26 +169,52 @@ TOOLS: dict[str, ToolDef] = {
     "get_logistics_trace": ToolDef(_schema(
         "get_logistics_trace", "Get every scan event of an order's parcel (long).",
         {"order_id": _ORDER_ID, "user_id": _USER_ID}, ["order_id"]), get_logistics_trace),
+    "list_orders": ToolDef(_schema(
+        "list_orders", "List the user's orders: ids, items and status.",
+        {"user_id": _USER_ID}, []), list_orders),
+    "get_order": ToolDef(_schema(
+        "get_order", "Get an order's details: items, shipping address and status.",
+        {"order_id": _ORDER_ID, "user_id": _USER_ID}, ["order_id"]), get_order),
+}
+
+_ORDER_TOOLS = ("track_order", "get_logistics_trace", "get_order")
+_FAILURES = {
+    ToolError.UNAVAILABLE: "{tool} is temporarily unavailable; try again later",
+    ToolError.NOT_FOUND: "{tool} found nothing for {key}",
+    ToolError.FORBIDDEN: "{key} is not accessible to the acting user",
 }
 
 
 class ToolBox:
-    """Runs the world's tools by name. Bad arguments or unknown tools are error results."""
+    """Runs the world's tools by name (those the world offers, unless ``names`` says which).
+    Bad arguments, unknown tools and the world's declared failures are error results; a
+    declared failure's seeded rate draws on ``seed``."""
 
-    def __init__(self, world: World, names: tuple[str, ...] | None = None) -> None:
+    def __init__(self, world: World, names: tuple[str, ...] | None = None, *,
+                 seed: int = 0) -> None:
         self.world = world
-        self.names = names or tuple(TOOLS)
+        self.names = names or world.spec.offered()
+        self.seed = seed
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(TOOLS[n].schema for n in self.names)
 
     def run(self, name: str, raw_args: str, acting_user: str) -> ToolOutcome:
         if name not in self.names:
-            return _error(name, self.world, f"unknown tool {name}")
+            return _error(name, self.world, f"unknown tool {name}", ToolError.BAD_REQUEST)
         try:
             args = json.loads(raw_args) if raw_args.strip() else {}
         except json.JSONDecodeError as e:
-            return _error(name, self.world, f"arguments are not valid JSON: {e.msg}")
+            return _error(name, self.world, f"arguments are not valid JSON: {e.msg}",
+                          ToolError.BAD_REQUEST)
         if not isinstance(args, dict):
-            return _error(name, self.world, "arguments must be a JSON object")
+            return _error(name, self.world, "arguments must be a JSON object",
+                          ToolError.BAD_REQUEST)
+        key = str(args.get("order_id") or "") if name in _ORDER_TOOLS else \
+            str(args.get("topic") or "") if name == "search_kb" else acting_user
+        canonical = json.dumps(args, ensure_ascii=False, sort_keys=True)
+        kind = self.world.failure(name, key, canonical, self.seed)
+        if kind is not None:
+            code = ToolError(kind)
+            return _error(name, self.world, _FAILURES[code].format(tool=name, key=key), code)
         return TOOLS[name].fn(self.world, args, acting_user)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.record import Record
+from harnesslab.bench.record import Declared, Record
 from harnesslab.bench.runner import RunResult, run_scenario_file
 from harnesslab.bench.scenario import IntentSpec, bundled_dir
 from harnesslab.errors import InputError
 from harnesslab.messages import block_to_dict, dumps
+from harnesslab.sim.intents import Constraint
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.service import ServiceProfile, SimulatedService
 
@@ -39,8 +40,8 @@ def test_every_call_rebuilds_to_its_sha256_and_true_count(suite: Suite) -> None:
 
 
 def test_replies_depend_only_on_the_request(suite: Suite) -> None:
-    """A fresh fake model, built from the lexicon, the seed and the summarizer in the header and
-    nothing else, gives every recorded reply again from the rebuilt request alone."""
+    """A fresh fake model, built from the header alone (lexicon, seed, summarizer, extractor,
+    extra phrases, max ages), gives every recorded reply again from the rebuilt request."""
     out, _ = suite
     for path in _records(out):
         rec = Record.load(path)
@@ -49,7 +50,9 @@ def test_replies_depend_only_on_the_request(suite: Suite) -> None:
         ages = {t: (timedelta(seconds=s) if s is not None else None)
                 for t, s in h["max_ages"].items()}
         model = FakeModel(lexicon, seed=h["seed"],
-                          summarizer=SummarizerProfile(**h["summarizer"]), max_ages=ages)
+                          summarizer=SummarizerProfile(**h["summarizer"]),
+                          extractor=SummarizerProfile(**h["extractor"]), max_ages=ages,
+                          phrases={Constraint(c): tuple(ws) for c, ws in h["phrases"].items()})
         for e in reversed(rec.of_type("model_call")):  # any order: no hidden state
             reply = model.reply(rec.request(e["request"]))
             assert [block_to_dict(b) for b in reply.blocks] == e["reply"], (path, e["call"])
@@ -76,3 +79,9 @@ def test_bad_records_are_one_line(tmp_path: Path, content: str, message: str) ->
     p.write_text(content, encoding="utf-8")
     with pytest.raises(InputError, match=message):
         Record.load(p)
+
+
+def test_declared_ids_are_found_anchored_as_the_model_reads_them() -> None:
+    d = Declared(ids=["O-7731", "U-1"])
+    assert d.present("采购单 PO-7731 已入库，U-12 处理")["ids"] == []
+    assert d.present("订单O-7731 由 U-1 处理")["ids"] == ["O-7731", "U-1"]

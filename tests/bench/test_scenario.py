@@ -70,7 +70,7 @@ def test_the_fixture_is_valid(tmp_path: Path) -> None:
     ("order: O-1001}", "order: O-1002}", r"s\.yaml:15: lexicon\.O-1001 到哪了？\.order: "
      r"unknown order 'O-1002'"),
     # a bad @ref
-    ("order: O-1001}", "order: ref}", r"s\.yaml:15: .*order: expected @ref or an id like O-1001"),
+    ("order: O-1001}", "order: ref}", r"s\.yaml:15: .*order: expected an id like O-1001, @ref, @first"),
     # unknown setting in a variant
     ("  - name: default", "  - name: default\n    set: {contex_size: 100}",
      r"s\.yaml:21: variants\[0\]\.set\.contex_size: in variant 'default': unknown setting; "

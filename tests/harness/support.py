@@ -53,10 +53,10 @@ WORLD: dict[str, Any] = {
         "U-2": {"name": "李四", "phone": "13900000002", "address": "北京市朝阳区建国路88号"},
     },
     "orders": {
-        "O-1001": {"user": "U-1", "item": "headphones", "timeline": [
+        "O-1001": {"user": "U-1", "items": ["headphones"], "timeline": [
             {"at": "2026-11-26T09:00:00+08:00", "status": "in_transit", "eta": "2026-11-29",
              "location": "Shanghai"}]},
-        "O-1002": {"user": "U-1", "item": "cable", "timeline": [
+        "O-1002": {"user": "U-1", "items": ["cable"], "timeline": [
             {"at": "2026-11-27T09:00:00+08:00", "status": "shipped", "eta": "2026-12-02",
              "location": "Hangzhou"}]},
     },

@@ -301,7 +301,7 @@ def test_identity_refuse_is_an_error_result_the_model_sees() -> None:
                                '"error": "user_id U-2 does not match the verified session"}', True)
     assert results(r.harness.context) == [expected]
     assert results(r.calls()[-1]["request"].messages) == [expected]
-    assert res.text.startswith("抱歉，暂时无法查询用户资料，请稍后再试。")
+    assert res.text.startswith("抱歉，我只能查询您本人账户的资料。")  # told apart: forbidden
     assert (res.failed, ZHANG_ADDRESS in res.text, LI_ADDRESS in res.text) == (False, False, False)
 
 

@@ -298,7 +298,9 @@ def error_result(order: str = "O-1001") -> Message:
 def test_error_result_gives_a_could_not_check_answer_without_a_status() -> None:
     r = model().reply(req(user(ASK_1001_LONG), clock(T10), error_result()))
     text = text_of(r)
-    assert text.startswith("抱歉，暂时无法查询订单 O-1001，请稍后再试。")
+    # "does not belong to the acting user": the order is not the user's, not a passing outage
+    assert text.startswith("抱歉，订单 O-1001 不在您的账户下，我无法查询。")
+    assert r.annotations["unable"] == "forbidden"
     assert len(text) >= LONG_MIN_CHARS
     assert "状态" not in text and "in_transit" not in text
     assert r.annotations["cited"]["error"] is True
@@ -317,8 +319,10 @@ def test_truncated_result_is_read_by_its_leading_pairs() -> None:
     msg = Message("assistant", (ToolCallBlock("t", "get_logistics_trace", '{"order_id": "O-1001"}'),
                                 ToolResultBlock("t", "get_logistics_trace", cut)))
     r = model().reply(req(user(TRACE), msg))
-    # Five events have begun before the cut (the fifth is cut in half): five are visible.
-    assert text_of(r).startswith("订单 O-1001 共有 5 条物流记录，当前状态：in_transit。")
+    # Five events have begun before the cut (the fifth is cut in half): at least five, since
+    # the rest was cut away.
+    assert text_of(r).startswith("订单 O-1001 的物流结果被截断，我只看到其中至少 5 条记录，"
+                                 "当前状态：in_transit。")
     assert r.annotations["cited"]["as_of"] == AS_OF
     r = model().reply(req(user(TRACE), Message("assistant", (msg.content[0], ToolResultBlock(
         "t", "get_logistics_trace", full)))))
@@ -665,7 +669,8 @@ PARTS = st.one_of(
     st.just(error_result()),
 )
 REQUESTS = st.builds(lambda ms, s, tool: req(*ms, summary=s,
-                                             tools=(summary_tool(SEED_FIELDS),) if tool else ()),
+                                             tools=(summary_tool(SEED_FIELDS),) if tool
+                                             else ALL_TOOLS),
                      st.lists(PARTS, max_size=8), st.sampled_from(["", "[constraint:english]"]),
                      st.booleans())
 PROFILES = st.sampled_from([SummarizerProfile(),
@@ -711,6 +716,7 @@ def test_a_tool_the_request_does_not_offer_is_never_called() -> None:
     r = model().reply(req(user(WHEN_EN), tools=offered))
     assert all(not isinstance(b, ToolCallBlock) for b in r.blocks)
     assert r.annotations["reason"] == "tool_not_offered"
-    assert text_of(r).startswith("Sorry, I could not check order O-1001")
+    # not "try again later": there is no tool to try with
+    assert text_of(r).startswith("Sorry, I have no way to check order O-1001 right now.")
     # The control: offered, it is called.
     assert isinstance(model().reply(req(user(WHEN_EN))).blocks[0], ToolCallBlock)

@@ -107,9 +107,9 @@ def test_durations_round_trip(text: str, td: timedelta) -> None:
     ({"now": "2026-11-28T10:00:00"}, "needs a UTC offset"),
     ({"users": {"X-1": {"name": "a", "phone": "1", "address": "b"}}}, "must look like U-1"),
     ({"orders": {"O-1": {"user": "U-1", "timeline": [
-        {"at": "2026-11-26T09:00:00+08:00", "status": "x"}]}}}, "must look like O-1001"),
+        {"at": "2026-11-26T09:00:00+08:00", "status": "shipped"}]}}}, "must look like O-1001"),
     ({"orders": {"O-1234": {"user": "U-9", "timeline": [
-        {"at": "2026-11-26T09:00:00+08:00", "status": "x"}]}}}, "unknown user 'U-9'"),
+        {"at": "2026-11-26T09:00:00+08:00", "status": "shipped"}]}}}, "unknown user 'U-9'"),
     ({"tools": {"fly": {"max_age": "1h"}}}, "unknown tool 'fly'"),
     ({"tools": {"track_order": {"max_age": "soon"}}}, "expected a duration"),
 ])

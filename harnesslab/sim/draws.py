@@ -1,0 +1,12 @@
+"""The simulated world's only randomness: a uniform draw from a hash of the seed and what is
+drawn, so that an outcome depends on what it is about, never on call order."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def draw(seed: int, *key: str) -> float:
+    """A uniform number in [0, 1) from sha256 of the seed and the key parts."""
+    raw = "\x1f".join([str(seed), *key]).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(raw).digest()[:8], "big") / 2.0**64

@@ -1,0 +1,112 @@
+"""The service enforces the chat protocol as a real API does with a 400: each violation is a
+typed error, recorded like an overflow, and the reference harness fails the turn and goes on."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from harnesslab.errors import ContextOverflowError, ProtocolError, ServiceRejected
+from harnesslab.events import ListSink
+from harnesslab.messages import (
+    HintBlock,
+    Message,
+    Request,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSchema,
+)
+from harnesslab.sim.endpoint import Endpoint
+from harnesslab.sim.protocol import protocol_problem
+from harnesslab.sim.service import SimulatedService
+from harnesslab.sim.tools import TOOLS
+from tests.harness.support import WHERE, rig
+
+TRACK = TOOLS["track_order"].schema
+CALL = ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}')
+RESULT = ToolResultBlock("c1", "track_order", '{"status": "in_transit"}')
+Q = Message.text("user", "Where is O-1001?")
+
+
+def _req(*messages: Message, tools: tuple[ToolSchema, ...] = (TRACK,), summary: str = "") -> Request:
+    return Request(system="sys", messages=messages, tools=tools, summary=summary)
+
+
+@pytest.mark.parametrize("messages", [
+    # AgentScope's layout: call and result in one assistant message
+    (Q, Message("assistant", (HintBlock("t"), CALL, RESULT, TextBlock("ok"))), Q),
+    # OpenAI's: a tool message after the call
+    (Q, Message("assistant", (CALL,)), Message("tool", (RESULT,)), Q),
+    # Anthropic's: the result at the head of the next user message
+    (Q, Message("assistant", (CALL,)), Message("user", (RESULT, TextBlock("and now?")))),
+    # a call at the very end waiting for its result is not checked
+    (Q, Message("assistant", (CALL,))),
+])
+def test_valid_layouts_are_admitted(messages: tuple[Message, ...]) -> None:
+    assert protocol_problem(_req(*messages)) is None
+    SimulatedService("openai-128k").admit(_req(*messages))
+
+
+@pytest.mark.parametrize(("request_", "problem"), [
+    (_req(), "no message and no summary"),
+    (_req(Message("assistant", (RESULT, TextBlock("ok"))), Q),
+     "message 0: tool result c1 (track_order) has no call with its id earlier"),
+    (_req(Q, Message("tool", (RESULT,)), Message("assistant", (CALL,))),
+     "message 1: tool result c1"),
+    (_req(Q, Message("assistant", (CALL,)), Q),
+     "message 2: a user message arrives while call c1 (track_order) of message 1 has no result"),
+    (_req(Q, Message("assistant", (CALL,)), Message("user", (TextBlock("?"), RESULT))),
+     "message 2: a user message arrives while call c1"),
+    (_req(Q, Message("assistant", (CALL, RESULT)), tools=()),
+     "message 1: call c1 in flight to track_order, a tool this request does not offer "
+     "(offered: none)"),
+])
+def test_each_violation_is_a_typed_error_naming_it(request_: Request, problem: str) -> None:
+    with pytest.raises(ProtocolError, match=re.escape(problem)) as e:
+        SimulatedService("openai-128k").admit(request_)
+    assert isinstance(e.value, ServiceRejected) and e.value.reason == "protocol_error"
+    assert e.value.problem == protocol_problem(request_)
+
+
+def test_history_calls_to_tools_not_offered_are_accepted() -> None:
+    """A summary request offers only its output tool (or none) and carries earlier turns' calls,
+    which real APIs accept: only a call of the current tool round must be offered."""
+    summarize = Message.text("user", "Summarize the conversation.")
+    history = (Q, Message("assistant", (CALL, RESULT, TextBlock("on its way"))))
+    assert protocol_problem(_req(*history, summarize, tools=())) is None
+    assert protocol_problem(_req(summary="earlier: O-1001")) is None  # a summary alone
+
+
+def test_overflow_and_protocol_error_share_a_base() -> None:
+    assert issubclass(ContextOverflowError, ServiceRejected)
+    assert issubclass(ProtocolError, ServiceRejected)
+    assert ContextOverflowError.reason == "overflow"
+
+
+class _NeverCalled:
+    def reply(self, request: Request) -> object:
+        raise AssertionError("a rejected request never reaches the model")
+
+
+def test_endpoint_records_a_protocol_error_like_an_overflow_and_bills_nothing() -> None:
+    sink = ListSink()
+    endpoint = Endpoint(SimulatedService("openai-128k"), _NeverCalled(), sink)  # type: ignore[arg-type]
+    bad = _req(Q, Message("assistant", (CALL,)), Q)
+    with pytest.raises(ProtocolError):
+        endpoint.call(bad, purpose="reply", estimate=42)
+    (e,) = sink.events
+    assert e == {"type": "protocol_error", "call": 1, "purpose": "reply", "request": bad,
+                 "estimate": 42, "problem": protocol_problem(bad)}
+
+
+def test_the_reference_harness_fails_the_turn_and_goes_on() -> None:
+    r = rig()
+    # A context that breaks the protocol: a result whose call is gone (what a wrong split does).
+    r.harness.inject([Message("assistant", (RESULT, TextBlock("on its way")))])
+    t = r.turn(WHERE)
+    assert (t.failed, t.reason) == (True, "protocol_error")
+    assert [e["type"] for e in r.sink.events if e["type"] != "hint"] == ["protocol_error"]
+    r.harness.context = r.harness.context.truncated(1)  # repaired: the run goes on
+    assert not r.turn(WHERE).failed
