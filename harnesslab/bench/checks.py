@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from harnesslab.bench.record import Record
+from harnesslab.bench.record import CALL_EVENTS, Record
 from harnesslab.bench.scenario import Expect, Scenario, UserStep, Variant
 
 
@@ -31,7 +31,7 @@ class Verdict:
 
 
 def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
-    return rec.in_step(step, "model_call", "overflow")
+    return rec.in_step(step, *CALL_EVENTS)
 
 
 def _last_answer_call(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:

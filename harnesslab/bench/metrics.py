@@ -24,7 +24,9 @@ Per run (``run_metrics``):
   same tool for the same key that was still within max_age (world clock) / tool calls.
 - ``identity_leak_rate`` = turns whose answer or requests contain another user's private data
   / answered turns (plus failed turns that leaked).
-- ``overflow_rate`` = service rejections / model calls attempted.
+- ``overflow_rate`` = service rejections for a crossed limit / model calls attempted;
+  ``protocol_error_rate`` = rejections for a broken chat protocol (a tool result without its
+  call, an unanswered call, ...) / model calls attempted.
 - ``trigger_lateness`` = mean over compactions of true tokens of the context when compaction
   fired / (trigger_ratio x the service's true window).
 - ``estimate_error`` = per admitted call (estimate - true) / true: signed mean, MAPE, p95 of
@@ -49,7 +51,7 @@ from typing import Any
 from harnesslab.bench.checks import CheckOutcome, fresh_at, leaks_in_step
 from harnesslab.bench.record import Record
 from harnesslab.messages import ToolResultBlock
-from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, REF, Constraint
+from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, Constraint, is_reference
 from harnesslab.sim.model import BRIEF_MAX_CHARS, LONG_MIN_CHARS
 
 _ANY_ID = re.compile("|".join(p.pattern for p in ID_PATTERNS.values()))
@@ -106,7 +108,8 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     for t in turns:
         intent = lexicon.get(t["text"], {})
         exp = expects.get(str(t["step"]), {})
-        if REF in (intent.get("order"), intent.get("user")) and exp.get("resolves"):
+        if (is_reference(intent.get("order")) or is_reference(intent.get("user"))) \
+                and exp.get("resolves"):
             fu[1] += 1
             ann = by_call.get(t["last_call"], {}).get("annotations", {})
             resolved = ann.get("resolved") or {}
@@ -192,6 +195,8 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     leaking = {t["step"] for t in turns if leaks_in_step(rec, t["step"], t["reply"] or "")}
     leak_den = sum(1 for t in turns if not t["failed"] or t["step"] in leaking)
     overflows = rec.of_type("overflow")
+    protocol = rec.of_type("protocol_error")
+    attempted = len(calls) + len(overflows) + len(protocol)
 
     # trigger lateness: true tokens of the context when compaction fired / trigger x window
     from harnesslab.sim.service import ServiceProfile, SimulatedService
@@ -216,7 +221,8 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         "stale_fact_rate": Rate(*stale).to_dict(),
         "wasted_requery_rate": Rate(*wasted).to_dict(),
         "identity_leak_rate": Rate(len(leaking), leak_den).to_dict(),
-        "overflow_rate": Rate(len(overflows), len(calls) + len(overflows)).to_dict(),
+        "overflow_rate": Rate(len(overflows), attempted).to_dict(),
+        "protocol_error_rate": Rate(len(protocol), attempted).to_dict(),
         "trigger_lateness": _mean(lateness),
         "estimate_error": error_stats(errors),
         "estimate_error_by_kind": {

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.checks import CheckOutcome
+from harnesslab.bench.checks import CheckOutcome, matching
 from harnesslab.bench.runner import run_variant
 from harnesslab.bench.scenario import Variant, load_scenario
 
@@ -50,15 +50,15 @@ class BugResult:
 
 def surprises(checks: Sequence[CheckOutcome], variant: Variant) -> list[tuple[str, int | None,
                                                                                 str, str]]:
-    """(check, step, how, detail) for every check whose outcome the variant did not expect."""
+    """(check, step, how, detail) for every check whose outcome the variant did not expect, as
+    ``checks.verdict`` judges one run (a check expected to fail only at a rate is free)."""
     out: list[tuple[str, int | None, str, str]] = []
-    covered: set[str] = set()
-    for want in variant.expect_fail:
-        by_id = "." in want
-        hits = [c for c in checks if (c.id if by_id else c.kind) == want]
+    covered = {c.id for r in variant.fail_rates for c in matching(list(checks), r.check)}
+    for want in variant.fail_always:
+        hits = matching(list(checks), want)
         covered.update(c.id for c in hits)
         if not any(not c.passed for c in hits):
-            step = hits[0].step if by_id and hits else None
+            step = hits[0].step if "." in want and hits else None
             out.append((want, step, "passed", "expected to fail, but it passed"))
     out += [(c.id, c.step, "failed", c.detail) for c in checks
             if not c.passed and c.id not in covered]

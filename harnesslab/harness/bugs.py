@@ -149,7 +149,7 @@ class SummaryNeverParses(BuggyHarness):
     def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
         super().__init__(context, config)
         if hasattr(self.strategy, "_parse"):
-            self.strategy._parse = lambda h, blocks: None  # type: ignore[attr-defined]
+            self.strategy._parse = lambda h, blocks: None
 
 
 _TAG = re.compile(r"\[[a-z]+:[^\]]*\]")
