@@ -8,6 +8,10 @@ import tempfile
 
 import pytest
 
+# The plugin tests (tests/plugin) run pytest inside pytest; pytest accepts pytest_plugins only
+# in the top-level conftest.
+pytest_plugins = ["pytester"]
+
 # Set before any harnesslab import can load a tokenizer.
 os.environ.pop("TIKTOKEN_CACHE_DIR", None)
 os.environ["HARNESSLAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="harnesslab-test-cache-")
