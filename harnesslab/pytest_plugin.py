@@ -36,6 +36,7 @@ from harnesslab.bench.gate import display_path, explain, failure_text, judge, se
 from harnesslab.bench.runner import RunResult, harness_spec, run_variant
 from harnesslab.bench.scenario import Scenario, Variant, load_scenario
 from harnesslab.bench.settings import resolve_settings
+from harnesslab.bench.suite import rate_unexpected
 from harnesslab.errors import InputError
 
 
@@ -204,12 +205,14 @@ class ScenarioItem(pytest.Item):
         self.xpass_note = ""
         self.add_marker("harnesslab")
         self.extra_keyword_matches.update(scenario.tags)
-        if variant.expect_fail:
+        # A control: checks that must fail in every seed (a check expected to fail only at a
+        # rate across seeds may go either way in one run, as the verdict judges it).
+        if variant.fail_always:
             about = variant.description.removeprefix("control:").strip()
             why = f" ({about})" if about else ""
             self.add_marker(pytest.mark.xfail(
                 strict=True, raises=ExpectedFailure,
-                reason=f"control: {', '.join(variant.expect_fail)} must fail{why}"))
+                reason=f"control: {', '.join(variant.fail_always)} must fail{why}"))
 
     def runtest(self) -> None:
         state = self.config.stash[STATE]
@@ -217,7 +220,7 @@ class ScenarioItem(pytest.Item):
         results = [run_variant(sc, v, seed=s, source=self.path, out_dir=state.run.out,
                                cli_set=state.run.cli_set) for s in state.run.seeds]
         state.ran += 1
-        verdict = judge(results, bool(v.expect_fail), state.run.gate)
+        verdict = judge(results, bool(v.fail_always), state.run.gate)
         self.user_properties += [("harnesslab_pass_rate", f"{verdict.pass_rate:.2f}"),
                                  ("harnesslab_seeds", seed_label(state.run.seeds))]
         if results[0].record is not None:
@@ -233,13 +236,14 @@ class ScenarioItem(pytest.Item):
         parts = []
         if verdict.status == "failed":
             parts.append(failure_text(sc, v, results, verdict, state.cwd))
+        parts += rate_unexpected(results)  # checks expected to fail at a rate, across seeds
         if gating:
             where = display_path(state.run.baseline_path, state.cwd) if state.run.baseline_path else ""
             parts.append(f"regressions against the baseline {where}:")
             parts += ["  " + c.line() for c in gating]
         if parts:
             raise ScenarioFailure("\n".join(parts))
-        if v.expect_fail and verdict.status == "ok":
+        if v.fail_always and verdict.status == "ok":
             raise ExpectedFailure(f"{sc.id} / {v.name}: {verdict.summary}")
         # "control_passed" returns: the strict xfail reports it as a failure (XPASS(strict)),
         # with this note added by pytest_runtest_makereport.

@@ -16,8 +16,8 @@ from tests.plugin.support import INI, REFERENT_LOST, TRUNCATE_SMALL, followup, o
 def test_the_bundled_suite_runs_as_items_and_passes_with_controls_as_strict_xfails(
         pytester: pytest.Pytester, tmp_path: Path) -> None:
     scenarios = [load_scenario(p) for p in scenario_paths([str(bundled_dir())])]
-    controls = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants if v.expect_fail}
-    plain = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants if not v.expect_fail}
+    controls = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants if v.fail_always}
+    plain = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants if not v.fail_always}
     assert len(controls) > 10 and len(plain) > 10
     xml = tmp_path / "junit.xml"
     result = pytester.runpytest(str(bundled_dir()), "--harnesslab-out", str(tmp_path / "runs"),
