@@ -194,6 +194,7 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
 
         progress = tqdm(total=len(args.bug or BUGS), unit="bug", file=sys.stderr)
     results = run_zoo([str(p) for p in paths], args.bug, workers=args.workers,
+                      exhaustive=args.all,
                       on_done=(lambda r: progress.update()) if progress is not None else None)
     if progress is not None:
         progress.close()
@@ -271,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--bug", action="append", metavar="NAME", help="only these bugs")
     b.add_argument("--workers", type=_positive_int, default=None,
                    help="processes (default: every core)")
+    b.add_argument("--all", action="store_true", help="run every scenario for every bug and "
+                   "count every surprise (default: a bug stops at its first kill)")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.set_defaults(func=_cmd_bugs)
 

@@ -65,9 +65,7 @@ def surprises(checks: Sequence[CheckOutcome], variant: Variant) -> list[tuple[st
     return out
 
 
-def _run_bug(bug: str, paths: Sequence[str]) -> dict[str, Any]:
-    from harnesslab.harness.bugs import BUGS
-
+def _run_bug(bug: str, paths: Sequence[str], exhaustive: bool = False) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="harnesslab-zoo-"))
     first: Kill | None = None
     kills, errors = 0, []
@@ -86,15 +84,24 @@ def _run_bug(bug: str, paths: Sequence[str]) -> dict[str, Any]:
                 if found and first is None:
                     check, step, how, detail = found[0]
                     first = Kill(sc.id, v.name, check, step, how, detail)
+                    if not exhaustive:
+                        return _result(bug, first, kills, errors)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    b = BUGS[bug]
-    return asdict(BugResult(bug, b.mistake, first, kills, errors))
+    return _result(bug, first, kills, errors)
+
+
+def _result(bug: str, first: Kill | None, kills: int, errors: list[str]) -> dict[str, Any]:
+    from harnesslab.harness.bugs import BUGS
+
+    return asdict(BugResult(bug, BUGS[bug].mistake, first, kills, errors))
 
 
 def run_zoo(paths: Iterable[str], bugs: Sequence[str] | None = None, *, workers: int | None = None,
+            exhaustive: bool = False,
             on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
-    """Every bug (or the named ones) through every scenario file; results in zoo order."""
+    """Every bug (or the named ones) through every scenario file; results in zoo order. A bug
+    stops at its first kill unless ``exhaustive`` (then ``kills`` counts every surprise)."""
     from harnesslab.harness.bugs import BUGS
 
     names = list(bugs) if bugs else list(BUGS)
@@ -103,12 +110,12 @@ def run_zoo(paths: Iterable[str], bugs: Sequence[str] | None = None, *, workers:
     results: dict[str, dict[str, Any]] = {}
     if workers == 1:
         for n in names:
-            results[n] = _run_bug(n, files)
+            results[n] = _run_bug(n, files, exhaustive)
             if on_done:
                 on_done(results[n])
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_run_bug, n, files): n for n in names}
+            futures = {pool.submit(_run_bug, n, files, exhaustive): n for n in names}
             from concurrent.futures import as_completed
 
             for f in as_completed(futures):
@@ -120,6 +127,7 @@ def run_zoo(paths: Iterable[str], bugs: Sequence[str] | None = None, *, workers:
 
 def format_kill_table(results: Sequence[dict[str, Any]]) -> str:
     rows = [["bug", "killed by (scenario / variant / check, turn)", "surprises"]]
+    # Without --all a bug stops at its first kill, so "surprises" counts up to that run.
     for r in results:
         k = r["kill"]
         where = "SURVIVED" if k is None else (

@@ -63,18 +63,9 @@ class SplitToolPair(BuggyHarness):
     with a result whose call was compressed (a split that ignores pairing)."""
 
     def split(self, budget: float) -> Split:
-        s = super().split(budget)
-        if not s.to_keep:
-            return s
-        first = s.to_keep[0]
-        calls = [b for b in first.content if isinstance(b, ToolCallBlock)]
-        if not calls or not any(isinstance(b, ToolResultBlock) for b in first.content):
-            return s
-        kept = Message(first.role, tuple(b for b in first.content
-                                         if not isinstance(b, ToolCallBlock)),
-                       name=first.name, id=first.id)
-        moved = Message(first.role, tuple(calls), name=first.name, id=first.id)
-        return Split((*s.to_compress, moved), (kept, *s.to_keep[1:]))
+        head = self._counter.head_units(self.system, self.summary, self.tool_schemas)
+        return split_context(self.context, head, budget, self._counter.message_units,
+                             self.rule.finalize, pair=False)
 
 
 class KeepsOldest(BuggyHarness):

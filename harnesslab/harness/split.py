@@ -32,8 +32,10 @@ class Split:
 
 
 def split_context(context: Sequence[Message], head_units: int, budget: float,
-                  units: Callable[[Message], int], finalize: Callable[[int], int]) -> Split:
-    """Split by AgentScope's rule; ``units``/``finalize`` are the estimator's counting rule."""
+                  units: Callable[[Message], int], finalize: Callable[[int], int], *,
+                  pair: bool = True) -> Split:
+    """Split by AgentScope's rule; ``units``/``finalize`` are the estimator's counting rule.
+    ``pair=False`` skips step 3 (only the bug zoo does that)."""
     n = len(context)
     suffix = 0
     boundary = -1
@@ -55,7 +57,7 @@ def split_context(context: Sequence[Message], head_units: int, budget: float,
             break
     # Pairing, as AgentScope does it: while the kept part of the boundary message holds a tool
     # result whose call is not kept with it, move the cut to just after that result.
-    while True:
+    while pair:
         unpaired: dict[str, int] = {}
         for j in range(len(blocks) - 1, cut, -1):
             block = blocks[j]
