@@ -32,6 +32,7 @@ from harnesslab.messages import (
     Request,
     Response,
     TextBlock,
+    ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolSchema,
@@ -91,7 +92,13 @@ class ReferenceHarness:
         self.summary_tool = ToolSchema.from_dict(self.prompts.summary_tool(config.summary_template))
         self.strategy = make_strategy(config.strategy)
         wants_offload = config.offload or config.strategy == "offload"
-        self.offloader = Offloader(workdir / "workspace") if wants_offload and workdir else None
+        self.agentscope = config.prompts == "agentscope"  # AgentScope's edge behaviour too
+        offloader: type[Offloader] = Offloader
+        if self.agentscope:
+            from harnesslab.harness.agentscope_profile import AgentScopeOffloader
+
+            offloader = AgentScopeOffloader
+        self.offloader = offloader(workdir / "workspace") if wants_offload and workdir else None
         rule = make_rule(config.estimator, cache)
         self.rule = rule
         self._counter = RequestCounter(rule)      # reply requests, in order: prefix sums hold
@@ -250,6 +257,9 @@ class ReferenceHarness:
                     continue
                 return TurnResult("", True, e.reason)
             self._append_reply(resp.blocks, counted=False)
+            if self.agentscope and resp.blocks and \
+                    all(isinstance(b, ThinkingBlock) for b in resp.blocks):
+                continue  # AgentScope takes a thinking-only reply as a step, not an answer
             if not resp.tool_calls:
                 return TurnResult(resp.text)
             for call in resp.tool_calls:
@@ -273,7 +283,13 @@ class ReferenceHarness:
             last = self._last_time
             elapsed = (now - last).total_seconds() / 3600 if last is not None else None
             if elapsed is None or not 0 <= elapsed <= self.cfg.time_interval_hours:
-                lines += [_time_line(now), f"<timezone>{_tz_name(now)}</timezone>"]
+                if self.prompts.time_format is None:
+                    lines += [_time_line(now), f"<timezone>{_tz_name(now)}</timezone>"]
+                else:
+                    from harnesslab.harness.agentscope_profile import time_text, zone_name
+
+                    lines += [f"<current-time>{time_text(now, self.prompts.time_format)}"
+                              "</current-time>", f"<timezone>{zone_name(now)}</timezone>"]
         if iteration == 0 and self.cfg.context_length_hint:
             est = self.estimate(self.request())
             cfg = self.cfg
@@ -295,13 +311,21 @@ class ReferenceHarness:
         """Who a tool call acts for: (arguments to run with, acting user, decision, the user id
         the model passed)."""
         session = self.user_id
+        raw = call.input
+        if self.agentscope:
+            # AgentScope repairs and validates the arguments before anything runs.
+            from harnesslab.harness.agentscope_profile import check_tool_input, tool_arguments
+
+            checked, problem = check_tool_input(call.name, call.input, self.tool_schemas)
+            if checked is None:
+                return ToolResultBlock(call.id, call.name, problem, True)
+            raw = tool_arguments(checked)
         try:
-            args = json.loads(call.input) if call.input.strip() else {}
+            args = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError:
             args = None
         claimed = args.get("user_id") if isinstance(args, dict) else None
         acting, identity = session, "bound"
-        raw = call.input
         if self.cfg.identity == "trust":
             acting, identity = (claimed or session), "trusted"
         elif claimed not in (None, "", session):
