@@ -66,15 +66,18 @@ _RULE = Bytes4Rule()
 
 
 def _images(msgs: Sequence[Any]) -> int:
-    def n(parts: Any) -> int:
-        return 0 if isinstance(parts, str) else sum(
-            isinstance(p, am.DataBlock) and p.source.media_type.startswith("image/")
-            for p in parts)
-
-    return sum(n([b]) if isinstance(b, am.DataBlock) else
-               n(b.output) if isinstance(b, am.ToolResultBlock) else
-               n(b.hint) if isinstance(b, am.HintBlock) else 0
-               for m in msgs for b in m.content)
+    """Image blocks where AgentScope's image limit looks for them (semantics spec §2.9)."""
+    n = 0
+    for m in msgs:
+        for b in m.content:
+            t = b.type
+            parts = [b] if t == "data" else b.output if t == "tool_result" else \
+                b.hint if t == "hint" else None
+            if parts is None or isinstance(parts, str):
+                continue
+            n += sum(p.type == "data" and p.source.media_type.startswith("image/")
+                     for p in parts)
+    return n
 
 
 class _Watch(MiddlewareBase):  # type: ignore[misc]
@@ -169,9 +172,11 @@ class AgentScopeHarness:
                      offloader=self.offloader, **self._configs)
 
     def _request(self, msgs: Sequence[Any], tools: list[dict[str, Any]] | None,
-                 meta: tuple[tuple[str, str], ...]) -> Request:
+                 meta: tuple[tuple[str, str], ...], has_summary: bool | None = None) -> Request:
+        if has_summary is None:  # what AgentScope sends now: the summary it holds now
+            has_summary = bool(self.agent.state.summary)
         return self.model.formatter.request(
-            msgs, tools, has_summary=bool(self.agent.state.summary), meta=meta,
+            msgs, tools, has_summary=has_summary, meta=meta,
             output_budget=self.cfg.output_budget, session_id=self.ctx.session.id)
 
     def _forward(self, msgs: list[Any], tools: list[dict[str, Any]] | None, tool_choice: Any,
@@ -206,7 +211,7 @@ class AgentScopeHarness:
             if first:
                 return
             # AgentScope's first count in a check is its trigger estimate, after the image limit.
-            first.update(request=self._request(msgs, tools, _REPLY), estimate=n)
+            first.update(msgs=list(msgs), tools=tools, estimate=n, summary=bool(state.summary))
             removed = images - _images(msgs)
             if removed:
                 self.ctx.sink.emit({"type": "image_limit", "removed": removed})
@@ -227,7 +232,7 @@ class AgentScopeHarness:
             else:
                 self.ctx.sink.emit({
                     "type": "compaction", "strategy": self.cfg.strategy,
-                    "estimate": first.get("estimate"), "request": first.get("request"),
+                    "estimate": first.get("estimate"), "request": self._before(first),
                     "summary_ok": False, "applied": False, "removed": 0,
                     "kept": len(before_ctx)})
             raise
@@ -240,11 +245,17 @@ class AgentScopeHarness:
             b.text for b in state.summary if isinstance(b, am.TextBlock))
         self.ctx.sink.emit({
             "type": "compaction", "strategy": self.cfg.strategy, "estimate": first["estimate"],
-            "request": first["request"], "summary_ok": bool(self.model.structured_ok),
+            "request": self._before(first), "summary_ok": bool(self.model.structured_ok),
             "applied": True, "removed": self._removed or 0, "kept": len(state.context),
             "summary": summary, "summary_tokens": _RULE.finalize(_RULE.head_units("", summary, ())),
             "offload_path": self.offloader.last_context_path if self.offloader else None,
             "after_estimate": await self._count()})
+
+    def _before(self, first: dict[str, Any]) -> Request | None:
+        """The request a compaction was decided on (built only when one happened)."""
+        if "msgs" not in first:
+            return None
+        return self._request(first["msgs"], first["tools"], _REPLY, first["summary"])
 
     # -- tools ------------------------------------------------------------------------------------
     def _tool(self, fn: Mapping[str, Any]) -> Any:
@@ -282,8 +293,9 @@ class AgentScopeHarness:
 
     # -- the harness interface --------------------------------------------------------------------
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
-        msg = am.Msg(name="user", role="user",
-                     content=[am.TextBlock(text=text), *(from_part(i) for i in images)])
+        with self._active():  # its id and timestamp too
+            msg = am.Msg(name="user", role="user",
+                         content=[am.TextBlock(text=text), *(from_part(i) for i in images)])
         self._failed_compaction = False
         try:
             final = self._run(self._reply(msg))
@@ -317,9 +329,14 @@ class AgentScopeHarness:
         for pair in exchanges:
             with self._active():
                 self.agent.state.context.extend(from_message(m, AGENT_NAME) for m in pair)
-            with contextlib.suppress(Exception):
-                # A failed check is recorded; AgentScope would meet it again at the next reply.
+            self._failed_compaction = False
+            try:
                 self._run(self.agent.compress_context())
+            except Exception:
+                # A failed check is recorded (watch_compaction); AgentScope meets it again
+                # before its next reasoning step, as the reference harness does.
+                if not self._failed_compaction:
+                    raise
 
     def context_estimate(self) -> int | None:
         return self._run(self._count())

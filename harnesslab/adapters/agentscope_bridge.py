@@ -13,6 +13,7 @@ Message names are dropped (AgentScope's routing labels; the reference sends none
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -89,8 +90,11 @@ def _timestamp() -> str:
 
 
 def install_sources() -> None:
-    """Route AgentScope's clock, ids and timestamps through :data:`ACTIVE` (idempotent)."""
-    _agent_module.datetime = _SimDatetime  # type: ignore[attr-defined]
+    """Route AgentScope's clock, ids and timestamps through :data:`ACTIVE` (idempotent), and
+    keep its log lines (warnings the record already shows, e.g. an overflowing summary
+    request) out of the bench's output."""
+    _agent_module.datetime = _SimDatetime
+    logging.getLogger("as").setLevel(logging.ERROR)
     set_id_factory(_new_id)
     set_timestamp_factory(_timestamp)
 

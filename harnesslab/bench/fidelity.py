@@ -102,6 +102,18 @@ def request_difference(a: Request, b: Request) -> tuple[str, str, str]:
     return ("messages", f"{len(a.messages)} messages", f"{len(b.messages)} messages")
 
 
+COMPACTION_FIELDS = ("type", "applied", "summary_ok", "estimate", "removed", "kept", "summary",
+                     "summary_tokens", "offload_path", "after_estimate")
+
+
+def compaction_view(rec: Record, e: dict[str, Any]) -> dict[str, Any]:
+    """What two harnesses' records of one compaction should agree on: the decision, its
+    numbers, the new summary, and the request it was decided on."""
+    view = {k: e.get(k) for k in COMPACTION_FIELDS}
+    view["request"] = canonical(rec.request(e["request"])) if e.get("request") else None
+    return view
+
+
 def _compaction_points(rec: Record) -> dict[int, bool]:
     """Call number -> whether the compaction just before it was applied (a compaction during
     the last step, with no call after it, is at call n + 1)."""
@@ -153,6 +165,12 @@ def compare_records(ref: Record, ags: Record, c: Comparison) -> None:
             c.compaction_points_equal += 1
         else:
             diff(f"call {n}", "compaction before", pr.get(n), pa.get(n))
+    kinds = ("compaction", "compaction_error")
+    for i, (x, y) in enumerate(zip(ref.of_type(*kinds), ags.of_type(*kinds), strict=False), 1):
+        vx, vy = compaction_view(ref, x), compaction_view(ags, y)
+        for k in vx:
+            if vx[k] != vy[k]:
+                diff(f"compaction {i}", k, vx[k], vy[k])
     rt, at = ref.of_type("turn"), ags.of_type("turn")
     for x, y in zip(rt, at, strict=False):
         c.turns += 1
