@@ -24,6 +24,7 @@ import contextlib
 import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from agentscope import message as am
@@ -149,9 +150,8 @@ class AgentScopeHarness:
             self.agent = self._agent(AgentState(session_id=context.session.id))
 
     # -- plumbing -------------------------------------------------------------------------------
-    def now(self) -> Any:
-        from datetime import timedelta
-
+    def now(self) -> datetime:
+        """The harness's clock: the world's, plus the configured host-clock skew."""
         return self.ctx.clock.now() + timedelta(hours=self.cfg.clock_offset_hours)
 
     @contextlib.contextmanager

@@ -241,11 +241,19 @@ class ReferenceHarness:
         self._reply_id = self.new_id()
         self._append(Message("user", (TextBlock(text), *images), id=self.new_id()))
         retried = False
-        for it in range(self.cfg.max_iters):
+        # AgentScope: at the limit, one more call, told to answer in text with no tools.
+        for it in range(self.cfg.max_iters + (1 if self.agentscope else 0)):
+            last = self.agentscope and it == self.cfg.max_iters
+            if last:
+                from harnesslab.harness.agentscope_profile import max_iters_hint
+
+                self._append_reply([max_iters_hint(self.cfg.max_iters)])
             if not self.maintain(it):
                 return TurnResult("", True, "compaction_failed")
             self._inject_runtime(it)
             req = self.request()
+            if last:
+                req = req.with_meta(("tool_choice", "none"))
             est = self.estimate(req)
             try:
                 resp = self.call(req, purpose="reply", estimate=est)
@@ -261,9 +269,13 @@ class ReferenceHarness:
                     all(isinstance(b, ThinkingBlock) for b in resp.blocks):
                 continue  # AgentScope takes a thinking-only reply as a step, not an answer
             if not resp.tool_calls:
-                return TurnResult(resp.text)
+                return TurnResult(resp.text, last, "max_iters" if last else "")
             for call in resp.tool_calls:
                 self._append_reply([self._run_tool(call)])
+        if self.agentscope:
+            from harnesslab.harness.agentscope_profile import MAX_ITERS_EXCEEDED
+
+            return TurnResult(MAX_ITERS_EXCEEDED, True, "max_iters")
         return TurnResult("", True, "max_iters")
 
     # -- runtime hints ------------------------------------------------------------------------------
@@ -297,6 +309,12 @@ class ReferenceHarness:
                 lines.append(f"<context-length>Your current context contains {est} tokens. When "
                              f"reaching {int(cfg.trigger_tokens)} tokens, your context will be "
                              "compressed.</context-length>")
+        if self.agentscope and (self.cfg.time_hint or self.cfg.context_length_hint):
+            from harnesslab.harness.agentscope_profile import repeated_tool_error
+
+            stuck = repeated_tool_error(self._context)
+            if stuck:
+                lines.append(f"<tool-error>{stuck}</tool-error>")
         if not lines:
             return
         hint = HintBlock(self.prompts.runtime_template.replace("{runtime_state}", "\n".join(lines)),

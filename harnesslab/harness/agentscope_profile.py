@@ -7,7 +7,10 @@ behaves as AgentScope 2.0.x does at its edges (semantics spec §2.3, §2.6, §5.
   against the tool's schema; only the first ``generate_structured_output`` call counts;
 - tool arguments are repaired and validated against the tool's schema before the tool runs; a
   failure is an error result the model sees, and the tool never runs;
-- offloaded data is named ``workspace:///data/<sha256 of the base64>.<ext>``.
+- offloaded data is named ``workspace:///data/<sha256 of the base64>.<ext>``;
+- the runtime hint says so when the same tool call failed three times in a row (§2.8);
+- at ``max_iters`` a reply gets one more call, told to answer in text without tools, and ends
+  as exceeded whatever that call does (``Agent._next_action``).
 
 Only that profile calls this module, and that profile needs the ``agentscope`` extra already
 (its texts are read from the package): the JSON repair is AgentScope's own function, so the
@@ -18,13 +21,21 @@ from __future__ import annotations
 
 import json
 import mimetypes
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from harnesslab.harness.offload import Offloader
 from harnesslab.harness.prompts import agentscope_timezone
-from harnesslab.messages import DataBlock, ToolSchema
+from harnesslab.messages import (
+    DataBlock,
+    HintBlock,
+    Message,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolSchema,
+)
 
 
 def zone_name(now: datetime) -> str:
@@ -90,6 +101,59 @@ def check_tool_input(name: str, raw: str,
         return None, (f"Input validation failed for tool '{name}': {e.message} "
                       f"(at {e.json_path})")
     return args, ""
+
+
+def repeated_tool_error(context: Sequence[Message]) -> str | None:
+    """AgentScope's ``tool-error`` runtime hint (``Agent._get_repeated_tool_error``): when the
+    newest tool results of the reply message are ``tool_retries_limit`` failures of the same
+    tool with the same arguments (compared as sorted JSON, or as stripped text when they do not
+    parse), the hint that tells the model to stop retrying; else None."""
+    from agentscope.agent import InjectionConfig
+
+    cfg = InjectionConfig()
+    last = context[-1] if context else None
+    if last is None or last.role != "assistant":
+        return None
+    results = [b for b in last.content if isinstance(b, ToolResultBlock)]
+    if not results or not results[-1].is_error:
+        return None
+    name = results[-1].name
+    streak: list[str] = []
+    for r in reversed(results):
+        if not r.is_error or r.name != name:
+            break
+        streak.append(r.id)
+    if len(streak) < cfg.tool_retries_limit:
+        return None
+    inputs = {b.id: b.input for b in last.content if isinstance(b, ToolCallBlock)}
+    args: list[str] = []
+    for call_id in streak:
+        raw = inputs.get(call_id, "")
+        try:
+            args.append(json.dumps(json.loads(raw), sort_keys=True))
+        except (TypeError, ValueError):
+            args.append(raw.strip())
+    count = 0
+    for a in args:
+        if a != args[0]:
+            break
+        count += 1
+    if count < cfg.tool_retries_limit:
+        return None
+    hint: str = cfg.tool_retries_hint
+    return hint.replace("{tool_name}", name).replace("{count}", str(count))
+
+
+MAX_ITERS_EXCEEDED = "The maximum reasoning-acting iterations are exceeded."
+
+
+def max_iters_hint(max_iters: int) -> HintBlock:
+    """The hint AgentScope adds before its last, forced-final call of a reply."""
+    return HintBlock(
+        f"<system-reminder>You have reached the maximum of {max_iters} reasoning-acting "
+        "iterations. Summarize the work and findings so far and return the final answer as "
+        "text. Do not call any tools.</system-reminder>",
+        source='{"label": "System", "sublabel": "Max Iterations Reached"}')
 
 
 def tool_arguments(args: dict[str, Any]) -> str:

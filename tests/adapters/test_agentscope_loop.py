@@ -432,3 +432,37 @@ def test_the_default_profile_is_not_agentscope() -> None:
     with pytest.raises(AssertionError, match="call 1"):
         assert_same(ref, ags)
     assert InjectionConfig().template not in hints(ref.calls()[0].request)[0]
+
+
+def test_the_same_failing_call_three_times_brings_the_tool_error_hint() -> None:
+    # The same arguments every time (an order that does not exist), a fresh call id each.
+    replies = [(ToolCallBlock(f"c{i}", "track_order", '{"order_id": "O-9999"}'),)
+               for i in range(3)] + [say("I could not check.")]
+    ref, ags = both(replies=replies)
+    for r in (ref, ags):
+        r.turn(WHERE)
+    assert_same(ref, ags)
+    assert [e["kinds"] for e in ags.events("hint")] == [["current-time", "timezone"],
+                                                        ["tool-error"]]
+    assert "<tool-error>The last 3 calls to 'track_order' with the same arguments all failed." \
+        in hints(ags.calls()[-1].request)[-1]
+    assert not any("<tool-error>" in h for c in ags.calls()[:3] for h in hints(c.request))
+
+
+@pytest.mark.parametrize(("last", "text"), [
+    (say("Here is what I found."), "Here is what I found."),
+    (track("c9"), "The maximum reasoning-acting iterations are exceeded."),
+])
+def test_at_max_iters_one_more_call_without_tools_then_the_reply_ends(last: tuple[object, ...],
+                                                                      text: str) -> None:
+    replies = [track(f"c{i}") for i in range(2)] + [last]
+    ref, ags = both(replies=replies, max_iters=2)  # type: ignore[arg-type]
+    for r in (ref, ags):
+        res = r.turn(WHERE)
+        assert (res.text, res.failed, res.reason) == (text, True, "max_iters")
+    assert_same(ref, ags)
+    calls = ags.calls()
+    assert [c.tool_choice for c in calls] == [None, None, "none"]
+    final = [b for m in calls[-1].request.messages for b in m.content
+             if isinstance(b, HintBlock) and "Max Iterations Reached" in b.source]
+    assert len(final) == 1 and "maximum of 2 reasoning-acting iterations" in str(final[0].hint)
