@@ -145,8 +145,10 @@ class AgentScopeHarness:
             "react_config": ReActConfig(max_iters=config.max_iters)}
         self.system = config.system_prompt or DEFAULT.system
         with self._active():
+            offered = config.tools  # the deployment's tools, or the ones the setting names
             self.toolkit = Toolkit(tools=[self._tool(s.to_dict()["function"])
-                                          for s in context.tools.schemas()])
+                                          for s in context.tools.schemas()
+                                          if offered is None or s.name in offered])
             self.agent = self._agent(AgentState(session_id=context.session.id))
 
     # -- plumbing -------------------------------------------------------------------------------

@@ -6,10 +6,11 @@ fallback_to_truncation, tool_result_limit, max_image_num (``ContextConfig``); ti
 time_hint and context_length_hint when both are on or both off (``InjectionConfig``);
 summary_template (``summary_template`` and ``summary_schema``); strategy structured, or offload
 / ``offload: true`` (an offloader); max_iters (``ReActConfig``: AgentScope adds one forced final
-call at the limit); output_budget and system_prompt (what is sent); identity and
-clock_offset_hours (the integrator's tool wiring and host clock, not AgentScope's).
+call at the limit); tools (the toolkit); output_budget and system_prompt (what is sent);
+identity and clock_offset_hours (the integrator's tool wiring and host clock, not AgentScope's).
 
-Ignored: ``prompts`` (AgentScope always sends its own texts) and ``codex``.
+Ignored: ``prompts`` (AgentScope always sends its own texts), ``codex`` and
+``window_messages`` (settings of strategies it has not).
 
 Not applicable (a run fails with the reason; ``fidelity`` reports it): every other strategy,
 estimators other than bytes4, one runtime hint without the other, retry_on_overflow, and a

@@ -466,3 +466,15 @@ def test_at_max_iters_one_more_call_without_tools_then_the_reply_ends(last: tupl
     final = [b for m in calls[-1].request.messages for b in m.content
              if isinstance(b, HintBlock) and "Max Iterations Reached" in b.source]
     assert len(final) == 1 and "maximum of 2 reasoning-acting iterations" in str(final[0].hint)
+
+
+def test_only_the_offered_tools_are_sent_and_callable() -> None:
+    ref, ags = both(replies=[track(), say("I cannot check.")], tools=["search_kb"])
+    for r in (ref, ags):
+        r.turn(WHERE)
+    assert_same(ref, ags)
+    assert [t.name for t in ags.calls()[0].request.tools] == ["search_kb"]
+    assert ags.tool_runs() == []
+    (result,) = [b for m in ags.calls()[-1].request.messages for b in m.content
+                 if isinstance(b, ToolResultBlock)]
+    assert result.output == "ToolNotFoundError: The tool named 'track_order' doesn't exist."
