@@ -47,7 +47,7 @@ from harnesslab.adapters.agentscope_bridge import (
     install_sources,
 )
 from harnesslab.adapters.agentscope_settings import NotApplicable, not_applicable
-from harnesslab.errors import ContextOverflowError
+from harnesslab.errors import ServiceRejected
 from harnesslab.harness.agentscope_profile import AgentScopeOffloader
 from harnesslab.harness.base import HarnessContext, TurnResult
 from harnesslab.harness.config import HarnessConfig
@@ -304,8 +304,8 @@ class AgentScopeHarness:
         except Exception as e:
             if self._failed_compaction:
                 return TurnResult("", True, "compaction_failed")
-            if isinstance(e, ContextOverflowError):
-                return TurnResult("", True, "overflow")
+            if isinstance(e, ServiceRejected):  # a provider's 400, as the reference reports it
+                return TurnResult("", True, e.reason)
             raise
         text_out = "".join(b.text for b in final.content if isinstance(b, am.TextBlock))
         if final.finished_reason == "exceed_max_iters":

@@ -30,6 +30,7 @@ from harnesslab.harness.prompts import agentscope_timezone
 from harnesslab.messages import Message, Request, dumps, message_to_dict
 
 REFERENCE = {"harness": "reference", "prompts": "agentscope"}
+CALLS = ("model_call", "overflow", "protocol_error")  # every call the service saw
 ADAPTER = {"harness": "agentscope"}
 
 
@@ -41,7 +42,7 @@ class Difference:
     variant: str
     seed: int
     where: str       # "call 12", "step 3", "run"
-    what: str        # estimate, request, purpose, rejected, compaction, calls, outcome, error
+    what: str        # estimate, request, purpose, admitted, compaction fields, calls, outcome
     reference: Any
     agentscope: Any
 
@@ -120,7 +121,7 @@ def _compaction_points(rec: Record) -> dict[int, bool]:
     out: dict[int, bool] = {}
     calls = 0
     for e in rec.events:
-        if e["type"] in ("model_call", "overflow"):
+        if e["type"] in CALLS:
             calls += 1
         elif e["type"] in ("compaction", "compaction_error"):
             out[calls + 1] = bool(e.get("applied"))
@@ -136,7 +137,7 @@ def compare_records(ref: Record, ags: Record, c: Comparison) -> None:
         diff("run", "error", e["error"], None)
     for e in ags.of_type("run_error"):
         diff("run", "error", None, e["error"])
-    rc, ac = ref.of_type("model_call", "overflow"), ags.of_type("model_call", "overflow")
+    rc, ac = ref.of_type(*CALLS), ags.of_type(*CALLS)
     if len(rc) != len(ac):
         diff("run", "calls", len(rc), len(ac))
     for x, y in zip(rc, ac, strict=False):
@@ -151,7 +152,7 @@ def compare_records(ref: Record, ags: Record, c: Comparison) -> None:
         if x["purpose"] != y["purpose"]:
             diff(where, "purpose", x["purpose"], y["purpose"])
         if x["type"] != y["type"]:
-            diff(where, "rejected", x["type"] == "overflow", y["type"] == "overflow")
+            diff(where, "admitted", x["type"], y["type"])
         a, b = ref.request(x["request"]), ags.request(y["request"])
         if canonical(a) == canonical(b):
             c.requests_equal += 1

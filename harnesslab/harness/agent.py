@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -330,14 +331,6 @@ class ReferenceHarness:
         the model passed)."""
         session = self.user_id
         raw = call.input
-        if self.agentscope:
-            # AgentScope repairs and validates the arguments before anything runs.
-            from harnesslab.harness.agentscope_profile import check_tool_input, tool_arguments
-
-            checked, problem = check_tool_input(call.name, call.input, self.tool_schemas)
-            if checked is None:
-                return ToolResultBlock(call.id, call.name, problem, True)
-            raw = tool_arguments(checked)
         try:
             args = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError:
@@ -365,6 +358,14 @@ class ReferenceHarness:
                                     offloader=self.offloader)
 
     def _run_tool(self, call: ToolCallBlock) -> ToolResultBlock:
+        if self.agentscope:
+            # AgentScope repairs and validates the arguments before anything runs.
+            from harnesslab.harness.agentscope_profile import check_tool_input, tool_arguments
+
+            checked, problem = check_tool_input(call.name, call.input, self.tool_schemas)
+            if checked is None:
+                return ToolResultBlock(call.id, call.name, problem, True)
+            call = replace(call, input=tool_arguments(checked))
         raw, acting, identity, claimed = self._identity(call)
         if identity == "refused":
             now = self.now().isoformat(timespec="seconds")

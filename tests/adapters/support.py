@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harnesslab.bench.doors import harness_context
-from harnesslab.bench.fidelity import canonical
+from harnesslab.bench.fidelity import CALLS, canonical
 from harnesslab.events import ListSink
 from harnesslab.harness.base import TurnResult
 from harnesslab.harness.config import HarnessConfig
@@ -115,8 +115,8 @@ class Run:
                               for i, (u, a) in enumerate(pairs)])
 
     def calls(self) -> list[Call]:
-        return [Call(e["purpose"], e["estimate"], e["type"] == "overflow", e["request"])
-                for e in self.sink.events if e["type"] in ("model_call", "overflow")]
+        return [Call(e["purpose"], e["estimate"], e["type"] != "model_call", e["request"])
+                for e in self.sink.events if e["type"] in CALLS]
 
     def events(self, *kinds: str) -> list[dict[str, Any]]:
         return [e for e in self.sink.events if e["type"] in kinds]
@@ -125,7 +125,7 @@ class Run:
         """(the call a compaction came just before, applied) in order."""
         out, calls = [], 0
         for e in self.sink.events:
-            if e["type"] in ("model_call", "overflow"):
+            if e["type"] in CALLS:
                 calls += 1
             elif e["type"] in ("compaction", "compaction_error"):
                 out.append((calls + 1, bool(e.get("applied"))))
