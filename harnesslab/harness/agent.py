@@ -330,13 +330,13 @@ class ReferenceHarness:
         """Who a tool call acts for: (arguments to run with, acting user, decision, the user id
         the model passed)."""
         session = self.user_id
-        raw = call.input
         try:
-            args = json.loads(raw) if raw.strip() else {}
+            args = json.loads(call.input) if call.input.strip() else {}
         except json.JSONDecodeError:
             args = None
         claimed = args.get("user_id") if isinstance(args, dict) else None
         acting, identity = session, "bound"
+        raw = call.input
         if self.cfg.identity == "trust":
             acting, identity = (claimed or session), "trusted"
         elif claimed not in (None, "", session):
