@@ -223,6 +223,50 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_fidelity(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harnesslab.bench.scenario import bundled_dir, scenario_paths
+    from harnesslab.harness.registry import load_harness
+
+    load_harness("agentscope")  # without the extra: one line with the install command
+    from harnesslab.bench.fidelity import format_report, run_fidelity, to_json
+
+    paths = scenario_paths(args.paths or [str(bundled_dir())])
+    if not paths:
+        raise InputError("no scenario files found", field="PATH")
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    found = run_fidelity(paths, seeds=seeds, out_dir=Path(args.out), cli_set=_parse_sets(args.set),
+                         variants=args.variant)
+    if args.json:
+        print(json.dumps(to_json(found), ensure_ascii=False, indent=2))
+    else:
+        print(format_report(found), end="")
+        print(f"records: {args.out}/reference and {args.out}/agentscope")
+    return 0 if all(c.agrees for c in found if c.not_applicable is None) else 1
+
+
+def _add_fidelity(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    f = sub.add_parser(
+        "fidelity", help="compare the reference harness with the real AgentScope, call by call",
+        description="Run scenarios (default: the bundled suite) through the reference harness "
+        "(prompts=agentscope) and through AgentScope 2.0.x (the agentscope extra) with the same "
+        "settings; report per model call whether the estimates, the requests and the "
+        "compaction points agree, per turn whether the outcomes do, and every difference. "
+        "Variants AgentScope cannot express are reported as not applicable. Exit 1 on any "
+        "difference, 2 on bad input.")
+    f.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders")
+    f.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a setting for both harnesses (repeatable), beneath each variant's own")
+    f.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    f.add_argument("--seeds", type=_positive_int, default=1, help="how many seeds (default 1)")
+    f.add_argument("--variant", action="append", metavar="NAME", help="only these variants")
+    f.add_argument("--out", default="runs/fidelity", metavar="DIR",
+                   help="where both runs' records go (default runs/fidelity)")
+    f.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    f.set_defaults(func=_cmd_fidelity)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from harnesslab import __version__
 
@@ -284,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sc = sub.add_parser("schema", help="print the scenario JSON Schema")
     sc.set_defaults(func=_cmd_schema)
+    _add_fidelity(sub)
     return p
 
 

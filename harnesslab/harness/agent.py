@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,6 +33,7 @@ from harnesslab.messages import (
     Request,
     Response,
     TextBlock,
+    ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolSchema,
@@ -91,7 +93,13 @@ class ReferenceHarness:
         self.summary_tool = ToolSchema.from_dict(self.prompts.summary_tool(config.summary_template))
         self.strategy = make_strategy(config.strategy)
         wants_offload = config.offload or config.strategy == "offload"
-        self.offloader = Offloader(workdir / "workspace") if wants_offload and workdir else None
+        self.agentscope = config.prompts == "agentscope"  # AgentScope's edge behaviour too
+        offloader: type[Offloader] = Offloader
+        if self.agentscope:
+            from harnesslab.harness.agentscope_profile import AgentScopeOffloader
+
+            offloader = AgentScopeOffloader
+        self.offloader = offloader(workdir / "workspace") if wants_offload and workdir else None
         rule = make_rule(config.estimator, cache)
         self.rule = rule
         self._counter = RequestCounter(rule)      # reply requests, in order: prefix sums hold
@@ -234,11 +242,19 @@ class ReferenceHarness:
         self._reply_id = self.new_id()
         self._append(Message("user", (TextBlock(text), *images), id=self.new_id()))
         retried = False
-        for it in range(self.cfg.max_iters):
+        # AgentScope: at the limit, one more call, told to answer in text with no tools.
+        for it in range(self.cfg.max_iters + (1 if self.agentscope else 0)):
+            last = self.agentscope and it == self.cfg.max_iters
+            if last:
+                from harnesslab.harness.agentscope_profile import max_iters_hint
+
+                self._append_reply([max_iters_hint(self.cfg.max_iters)])
             if not self.maintain(it):
                 return TurnResult("", True, "compaction_failed")
             self._inject_runtime(it)
             req = self.request()
+            if last:
+                req = req.with_meta(("tool_choice", "none"))
             est = self.estimate(req)
             try:
                 resp = self.call(req, purpose="reply", estimate=est)
@@ -250,10 +266,17 @@ class ReferenceHarness:
                     continue
                 return TurnResult("", True, e.reason)
             self._append_reply(resp.blocks, counted=False)
+            if self.agentscope and resp.blocks and \
+                    all(isinstance(b, ThinkingBlock) for b in resp.blocks):
+                continue  # AgentScope takes a thinking-only reply as a step, not an answer
             if not resp.tool_calls:
-                return TurnResult(resp.text)
+                return TurnResult(resp.text, last, "max_iters" if last else "")
             for call in resp.tool_calls:
                 self._append_reply([self._run_tool(call)])
+        if self.agentscope:
+            from harnesslab.harness.agentscope_profile import MAX_ITERS_EXCEEDED
+
+            return TurnResult(MAX_ITERS_EXCEEDED, True, "max_iters")
         return TurnResult("", True, "max_iters")
 
     # -- runtime hints ------------------------------------------------------------------------------
@@ -273,7 +296,13 @@ class ReferenceHarness:
             last = self._last_time
             elapsed = (now - last).total_seconds() / 3600 if last is not None else None
             if elapsed is None or not 0 <= elapsed <= self.cfg.time_interval_hours:
-                lines += [_time_line(now), f"<timezone>{_tz_name(now)}</timezone>"]
+                if self.prompts.time_format is None:
+                    lines += [_time_line(now), f"<timezone>{_tz_name(now)}</timezone>"]
+                else:
+                    from harnesslab.harness.agentscope_profile import time_text, zone_name
+
+                    lines += [f"<current-time>{time_text(now, self.prompts.time_format)}"
+                              "</current-time>", f"<timezone>{zone_name(now)}</timezone>"]
         if iteration == 0 and self.cfg.context_length_hint:
             est = self.estimate(self.request())
             cfg = self.cfg
@@ -281,6 +310,12 @@ class ReferenceHarness:
                 lines.append(f"<context-length>Your current context contains {est} tokens. When "
                              f"reaching {int(cfg.trigger_tokens)} tokens, your context will be "
                              "compressed.</context-length>")
+        if self.agentscope and (self.cfg.time_hint or self.cfg.context_length_hint):
+            from harnesslab.harness.agentscope_profile import repeated_tool_error
+
+            stuck = repeated_tool_error(self._context)
+            if stuck:
+                lines.append(f"<tool-error>{stuck}</tool-error>")
         if not lines:
             return
         hint = HintBlock(self.prompts.runtime_template.replace("{runtime_state}", "\n".join(lines)),
@@ -323,6 +358,14 @@ class ReferenceHarness:
                                     offloader=self.offloader)
 
     def _run_tool(self, call: ToolCallBlock) -> ToolResultBlock:
+        if self.agentscope:
+            # AgentScope repairs and validates the arguments before anything runs.
+            from harnesslab.harness.agentscope_profile import check_tool_input, tool_arguments
+
+            checked, problem = check_tool_input(call.name, call.input, self.tool_schemas)
+            if checked is None:
+                return ToolResultBlock(call.id, call.name, problem, True)
+            call = replace(call, input=tool_arguments(checked))
         raw, acting, identity, claimed = self._identity(call)
         if identity == "refused":
             now = self.now().isoformat(timespec="seconds")

@@ -122,6 +122,10 @@ class AgentScopeCompaction(Stateless):
     # -- the summary call --------------------------------------------------------------------
     def _summary_request(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> Request:
         now = h.now().isoformat(timespec="seconds")
+        if h.prompts.time_format is not None:
+            from harnesslab.harness.agentscope_profile import time_text, zone_name
+
+            now = f"{time_text(h.now(), h.prompts.time_format)} ({zone_name(h.now())})"
         if self.summary_kind == "structured":
             prompt = Message("user", (TextBlock(h.prompts.compression.replace("{current_time}", now)),
                                       TextBlock(h.prompts.structured_reminder)), id=h.new_id())
@@ -133,6 +137,17 @@ class AgentScopeCompaction(Stateless):
         return h.request(messages=History.of((*msgs, prompt)), tools=tools, purpose="summary")
 
     def _parse(self, h: ReferenceHarness, blocks: tuple[Any, ...]) -> str | None:
+        if self.summary_kind == "structured" and h.agentscope:
+            # AgentScope: the first call of the tool counts, repaired and checked against the
+            # schema it was sent.
+            from harnesslab.harness.agentscope_profile import parse_structured
+
+            call = next((b for b in blocks if isinstance(b, ToolCallBlock)
+                         and b.name == SUMMARY_TOOL), None)
+            schema = h.summary_tool.to_dict()["function"]["parameters"]
+            data = parse_structured(call.input, schema) if call is not None else None
+            return None if data is None else \
+                h.prompts.summary_templates[h.cfg.summary_template].format(**data)
         if self.summary_kind == "structured":
             fields = tuple(h.prompts.summary_fields[h.cfg.summary_template])
             for b in blocks:
@@ -199,7 +214,7 @@ class AgentScopeCompaction(Stateless):
         if not h.context:
             h.emit({"type": "compaction_error", "reason": "system prompt and summary alone "
                     "exceed the trigger", "estimate": estimate})
-            return True
+            return not h.agentscope  # AgentScope raises RuntimeError: the reply fails
         before = h.request()
         split = h.split(h.cfg.reserve_tokens)
         if not split.to_compress:

@@ -10,7 +10,8 @@ are short, fixed protocol strings whose exact length the estimator sees.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from harnesslab.errors import InputError
@@ -20,6 +21,31 @@ from harnesslab.errors import InputError
 SUMMARY_TOOL = "generate_structured_output"
 
 AGENTSCOPE_EXTRA = "pip install 'harnesslab[agentscope]'"
+
+# The ``agentscope`` profile's time text: AgentScope writes ``strftime(time_format)`` and names
+# the zone beside it. Its default format carries no offset; with %z the stated time is absolute
+# on its own (AgentScope parses it back with the same format), so a reader needs no zone table.
+# The AgentScope adapter configures the same format.
+AGENTSCOPE_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+
+# Hard-coded in AgentScope's ChatModelBase._call_api_with_structured_output (not a setting, so
+# it cannot be read from the package): appended to the last user message of every structured
+# request.
+AGENTSCOPE_STRUCTURED_REMINDER = (
+    f"<system-reminder>Now you **MUST** call the tool named '{SUMMARY_TOOL}' to generate the "
+    "structured output required by the user. DON'T do anything else.</system-reminder>")
+
+
+def agentscope_timezone(now: datetime) -> str | None:
+    """An IANA zone name with ``now``'s UTC offset and no daylight saving ("UTC", "Etc/GMT-8"
+    for UTC+08:00; the Etc names invert the sign), or None when the offset is not whole hours
+    (no such zone exists)."""
+    off = now.utcoffset() or timedelta(0)
+    minutes = int(off.total_seconds() // 60)
+    if minutes % 60:
+        return None
+    hours = minutes // 60
+    return "UTC" if hours == 0 else f"Etc/GMT{-hours:+d}"
 
 
 @dataclass(frozen=True)
@@ -42,13 +68,24 @@ class Prompts:
     pin_request: str              # pinned: asks for the standing instructions and entities
     pin_fields: dict[str, str]    # pinned: field -> description
     pin_board: str                # pinned: the board, str.format over pin_fields
+    # The time text of the runtime hint and the compression prompt: None for ISO-8601 with the
+    # offset and a "UTC+hh:mm" zone; else a strftime format and an IANA zone name (AgentScope).
+    time_format: str | None = None
+    # template name -> the summary tool's exact parameters schema, when it is not the one built
+    # from summary_fields (AgentScope sends its pydantic model's schema, titles included).
+    summary_parameters: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def summary_tool(self, template: str) -> dict[str, Any]:
+        params = self.summary_parameters.get(template)
+        if params is not None:
+            return self.structured_tool(self.summary_fields[template], params)
         return self.structured_tool(self.summary_fields[template])
 
-    def structured_tool(self, fields: dict[str, str]) -> dict[str, Any]:
-        schema = {"type": "object", "properties": {
-            k: {"type": "string", "description": d} for k, d in fields.items()},
+    def structured_tool(self, fields: dict[str, str],
+                        parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+        schema = parameters if parameters is not None else {
+            "type": "object", "properties": {
+                k: {"type": "string", "description": d} for k, d in fields.items()},
             "required": list(fields)}
         return {"type": "function", "function": {
             "name": SUMMARY_TOOL,
@@ -150,9 +187,12 @@ def _agentscope() -> Prompts:
     return replace(
         DEFAULT,
         compression=cc.compression_prompt,
+        structured_reminder=AGENTSCOPE_STRUCTURED_REMINDER,
         summary_templates={**DEFAULT.summary_templates, "agentscope": cc.summary_template},
         summary_fields={**DEFAULT.summary_fields, "agentscope": fields},
+        summary_parameters={"agentscope": cc.summary_schema},
         runtime_template=ic.template,
+        time_format=AGENTSCOPE_TIME_FORMAT,
     )
 
 

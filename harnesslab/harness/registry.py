@@ -41,6 +41,20 @@ def _reference() -> Any:
 register_harness("reference", _reference)
 
 
+def _agentscope() -> Any:
+    try:
+        from harnesslab.adapters.agentscope import AgentScopeHarness
+    except ImportError as e:
+        if (e.name or "").partition(".")[0] != "agentscope":
+            raise
+        raise ImportError("harness 'agentscope' needs the agentscope package: "
+                          "pip install 'harnesslab[agentscope]'") from None
+    return AgentScopeHarness
+
+
+register_harness("agentscope", _agentscope)
+
+
 def _from_file(path: Path) -> Any:
     # One module per file, named by its absolute path, so two files of the same name differ
     # and loading twice returns the same classes.

@@ -1,0 +1,48 @@
+"""Which bench settings the real AgentScope 2.0.x can express, and how (light: no agentscope
+import, so ``harnesslab fidelity`` can say what is not applicable before running anything).
+
+Mapped: context_size (the chat model's), trigger_ratio, reserve_ratio, context_buffer_ratio,
+fallback_to_truncation, tool_result_limit, max_image_num (``ContextConfig``); time_interval_hours,
+time_hint and context_length_hint when both are on or both off (``InjectionConfig``);
+summary_template (``summary_template`` and ``summary_schema``); strategy structured, or offload
+/ ``offload: true`` (an offloader); max_iters (``ReActConfig``: AgentScope adds one forced final
+call at the limit); tools (the toolkit); output_budget and system_prompt (what is sent);
+identity and clock_offset_hours (the integrator's tool wiring and host clock, not AgentScope's).
+
+Ignored: ``prompts`` (AgentScope always sends its own texts), ``codex`` and
+``window_messages`` (settings of strategies it has not).
+
+Not applicable (a run fails with the reason; ``fidelity`` reports it): every other strategy,
+estimators other than bytes4, one runtime hint without the other, retry_on_overflow, and a
+session clock whose UTC offset is not whole hours.
+"""
+
+from __future__ import annotations
+
+from harnesslab.errors import HarnessLabError
+from harnesslab.harness.config import HarnessConfig
+
+STRATEGIES = ("structured", "offload")
+
+
+class NotApplicable(HarnessLabError):
+    """A setting or scenario has no AgentScope equivalent (the message says which and why)."""
+
+
+def not_applicable(cfg: HarnessConfig) -> list[str]:
+    """Why AgentScope cannot run with ``cfg``: one reason per setting; empty when it can."""
+    out: list[str] = []
+    if cfg.strategy not in STRATEGIES:
+        out.append(f"strategy {cfg.strategy}: AgentScope 2.0.x compacts with a structured "
+                   "summary only (structured, or offload with an offloader)")
+    if cfg.estimator != "bytes4":
+        out.append(f"estimator {cfg.estimator}: AgentScope estimates with its own count_tokens "
+                   "(bytes4)")
+    if cfg.time_hint != cfg.context_length_hint:
+        out.append(f"time_hint={str(cfg.time_hint).lower()} with context_length_hint="
+                   f"{str(cfg.context_length_hint).lower()}: AgentScope's runtime hints switch "
+                   "on and off together (InjectionConfig.inject_runtime_state)")
+    if cfg.retry_on_overflow:
+        out.append("retry_on_overflow: AgentScope does not compact and retry after a "
+                   "provider's overflow error")
+    return out
