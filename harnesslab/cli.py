@@ -181,6 +181,11 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
     from harnesslab.bench.zoo import format_kill_table, run_zoo
     from harnesslab.harness.bugs import BUGS
 
+    if args.list:
+        width = max(len(n) for n in BUGS)
+        for b in BUGS.values():
+            print(f"bug/{b.name.ljust(width)}  {b.mistake}")
+        return 0
     paths = scenario_paths(args.paths or [str(bundled_dir())])
     if not paths:
         raise InputError("no scenario files found", field="PATH")
@@ -316,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--bug", action="append", metavar="NAME", help="only these bugs")
     b.add_argument("--workers", type=_positive_int, default=None,
                    help="processes (default: every core)")
+    b.add_argument("--list", action="store_true", help="list the zoo: each bug and the "
+                   "real-world mistake it models")
     b.add_argument("--all", action="store_true", help="run every scenario for every bug and "
                    "count every surprise (default: a bug stops at its first kill)")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")

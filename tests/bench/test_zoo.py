@@ -56,3 +56,15 @@ def test_the_kill_rate_on_the_bundled_suite() -> None:
             # The first kill is a check of a scenario that exercises the part the bug is in.
             sc = load_scenario(bundled_dir() / f"{r['kill']['scenario']}.yaml")
             assert any(v.name == r["kill"]["variant"] for v in sc.variants)
+
+
+def test_the_cli_lists_the_zoo() -> None:
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "harnesslab.cli", "bugs", "--list"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert len(lines) == len(BUGS)
+    assert lines[0].startswith("bug/split-tool-pair  Cuts between a tool call and its result")
