@@ -67,4 +67,5 @@ def test_the_cli_lists_the_zoo() -> None:
     assert p.returncode == 0
     lines = p.stdout.splitlines()
     assert len(lines) == len(BUGS)
-    assert lines[0].startswith("bug/split-tool-pair  Cuts between a tool call and its result")
+    name, mistake = lines[0].split(None, 1)
+    assert (name, mistake) == ("bug/split-tool-pair", BUGS["split-tool-pair"].mistake)
