@@ -1,11 +1,19 @@
 """Benchmarks: not in the default run (``-m benchmark`` selects them). Each asserts a ratio
-measured within one run, since absolute times on shared machines are noise."""
+measured within one run, since absolute times on shared machines are noise.
+
+Times are CPU time of this process (``time.process_time``): on a loaded machine wall time also
+counts the slices other processes hold the cores, which has nothing to do with the code
+measured. Limits sit halfway (geometrically) between the complexity class promised and the next
+one up, so that load moves a figure without crossing them. Every test prints its figures (run
+with ``-s``) and stores them in ``benchmark.extra_info``.
+"""
 
 from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -16,18 +24,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.benchmark)
 
 
-def best_of(fn: Callable[[], object], repeats: int = 9) -> float:
-    """The fastest of several timings: the least disturbed by other load on the machine. The
-    collector is paused while timing, so that its passes (which depend on whatever else the
-    test process holds) do not blur the scaling being measured."""
-    best = float("inf")
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The collector's passes depend on whatever else the test process holds, not on the code
+    measured: collect once, then keep it off while timing."""
     gc.collect()
+    was_enabled = gc.isenabled()  # --benchmark-disable-gc may have turned it off already
     gc.disable()
     try:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            best = min(best, time.perf_counter() - t0)
+        yield
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
+
+
+def cpu_min(*fns: Callable[[], object], repeats: int) -> list[float]:
+    """The least CPU time of each function over ``repeats`` rounds. Rounds interleave the
+    functions, so a spell of load (cache and TLB refills after preemptions still cost CPU
+    time) falls on all of them alike; the minimum is the least disturbed run."""
+    best = [float("inf")] * len(fns)
+    with collector_paused():
+        for _ in range(repeats):
+            for k, fn in enumerate(fns):
+                t0 = time.process_time()
+                fn()
+                best[k] = min(best[k], time.process_time() - t0)
     return best
+
+
+def report(benchmark: object, line: str, **figures: float) -> None:
+    """Print the measured figures (visible with ``-s``) and keep them in the benchmark's JSON."""
+    benchmark.extra_info.update(figures)  # type: ignore[attr-defined]
+    print(f"\n{line}")
