@@ -18,21 +18,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _cmd_tokens(args: argparse.Namespace) -> int:
-    from harnesslab.bench.tokenstats import file_stats, format_table, read_source
-    from harnesslab.tokens import TOKENIZER_NAMES, TokenCache
+    from harnesslab.bench.tokenstats import file_stats, format_table
+    from harnesslab.tokens import TOKENIZER_NAMES, get_tokenizer
 
     names: list[str] = args.tokenizer or ["o200k_base", "cl100k_base"]
     for n in names:
         if n not in TOKENIZER_NAMES:
             raise InputError(f"unknown tokenizer {n!r}; expected one of: "
                              f"{', '.join(TOKENIZER_NAMES)}", field="--tokenizer")
-    cache = TokenCache()
     for n in names:
-        cache.tokenizer(n)  # fail before reading anything if a tokenizer cannot load
+        get_tokenizer(n)  # fail before reading anything if a tokenizer cannot load
     results, failed = [], False
     for path in args.paths:
         try:
-            results.append(file_stats(read_source(path, args.format), names, cache))
+            results.append(file_stats(path, names, args.format))
         except InputError as e:
             # One bad file does not lose the others: report it, go on, exit 2 at the end.
             print(f"harnesslab tokens: error: {e}", file=sys.stderr)

@@ -4,7 +4,10 @@ Inputs: plain text, a JSON file (an OpenAI-style message list, or an object with
 and optional ``tools``; any other JSON counts as one JSON text), or JSONL (one message, one
 ``{"messages": ...}`` conversation, or any JSON value per line). ``-`` reads standard input.
 Exactly one trailing newline (``\\n`` or ``\\r\\n``) is stripped from every input, so that
-``echo`` and a file saved by an editor give the same count as ``printf '%s'``.
+``echo`` and a file saved by an editor give the same count as ``printf '%s'``. Inputs are read
+incrementally (``harnesslab.bench.transcripts``): memory does not grow with a plain-text or
+JSONL input, and of two problems in one input (say a bad line, then a byte that is not UTF-8)
+the one met first is reported.
 
 Content kinds, per text piece (a message's text, a tool call's arguments, a tool result, the
 tool schemas, or a whole plain-text file):
@@ -26,22 +29,33 @@ from __future__ import annotations
 
 import array
 import json
+import math
 import re
 import string
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any, Literal
 
+from harnesslab.bench.transcripts import (
+    CHUNK_BYTES,
+    ROLES,
+    Format,
+    conversation,
+    decoded,
+    json_like,
+    lines,
+    open_input,
+    openai_message,
+    segments,
+    sniff,
+    strip_newline,
+)
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Block,
-    DataBlock,
     Message,
-    Part,
-    Request,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -51,18 +65,15 @@ from harnesslab.messages import (
     tools_json,
 )
 from harnesslab.tokens import (
-    Bytes4Rule,
+    CHARS4_PER_MESSAGE,
+    DATA_BLOCK_TOKENS,
     Chars4Rule,
-    TokenCache,
-    TokenizerRule,
-    bytes4,
-    chars4,
-    count_request,
+    Tokenizer,
+    get_tokenizer,
 )
 
 Kind = Literal["zh", "en", "mixed", "json"]
 KINDS: tuple[Kind, ...] = ("zh", "en", "mixed", "json")
-Format = Literal["auto", "text", "json", "jsonl"]
 
 
 # CJK and full-width punctuation (3000-303F), kana (3040-30FF), ideographs (3400-9FFF, F900-FAFF,
@@ -135,187 +146,45 @@ def script_kind(text: str) -> Kind:
     return _kind(*_script_counts(text))
 
 
-def _json_like(text: str) -> bool:
-    s = text.strip()
-    if not s or s[0] not in "[{":
-        return False
-    try:
-        json.loads(s)
-    except ValueError:
-        return False
-    return True
+# --- statistics ------------------------------------------------------------------------------
+
+def _bytes4(n: int) -> int:
+    return int(n / 4 + 0.5)  # harnesslab.tokens.bytes4 of a text of n bytes
+
+
+class _Counts:
+    """A tokenizer's counts of recently seen texts. Transcripts repeat their system prompt and
+    tool schemas on every line: those are encoded once, in memory that does not grow with the
+    input (the texts held are dropped past a bound)."""
+
+    HELD_CHARS = 1 << 22
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self._count = tokenizer.count
+        self._seen: dict[str, int] = {}
+        self._held = 0
+
+    def count(self, text: str) -> int:
+        n = self._seen.get(text)
+        if n is None:
+            n = self._count(text)
+            self._held += len(text)
+            if self._held > self.HELD_CHARS:
+                self._seen.clear()
+                self._held = len(text)
+            self._seen[text] = n
+        return n
 
 
 @dataclass
-class Source:
-    """One input, read into a transcript (messages and tools) or loose texts."""
+class _Tally:
+    """Additive figures of a kind's pieces."""
 
-    path: str
-    format: str
-    requests: list[Request] = field(default_factory=list)
-    loose: list[tuple[Kind, str]] = field(default_factory=list)  # texts outside messages
+    pieces: int = 0
+    bytes: int = 0
+    chars: int = 0
+    tokens: list[int] = field(default_factory=list)
 
-
-# --- reading ---------------------------------------------------------------------------------
-
-def _openai_parts(content: Any, where: str) -> tuple[Part, ...]:
-    if content is None:
-        return ()
-    if isinstance(content, str):
-        return (TextBlock(content),) if content else ()
-    if not isinstance(content, list):
-        raise InputError("expected a string, a list of parts or null", field=where)
-    parts: list[Part] = []
-    for p in content:
-        if isinstance(p, str):
-            parts.append(TextBlock(p))
-        elif isinstance(p, Mapping) and p.get("type") in ("text", "input_text", "output_text"):
-            parts.append(TextBlock(str(p.get("text", ""))))
-        elif isinstance(p, Mapping) and p.get("type") in ("image_url", "image", "input_image"):
-            url = p.get("image_url")
-            src = url.get("url", "") if isinstance(url, Mapping) else str(url or "")
-            parts.append(DataBlock("image/*", src))
-        else:
-            parts.append(TextBlock(json.dumps(p, ensure_ascii=False)))
-    return tuple(parts)
-
-
-def openai_message(d: Any, where: str) -> Message:
-    """An OpenAI chat message (role, content, tool_calls, tool_call_id, name) as a Message."""
-    if not isinstance(d, Mapping):
-        raise InputError("expected a message object", field=where)
-    raw_role = d.get("role")
-    role = {"developer": "system", "function": "tool"}.get(str(raw_role), raw_role)
-    if role not in ("system", "user", "assistant", "tool"):
-        raise InputError(f"unknown role {d.get('role')!r}; expected system, developer, user, "
-                         "assistant, tool or function", field=f"{where}.role")
-    parts = _openai_parts(d.get("content"), f"{where}.content")
-    name = str(d.get("name") or "")
-    if role == "tool":
-        block = ToolResultBlock(str(d.get("tool_call_id") or ""), name,
-                                parts[0].text if len(parts) == 1 and isinstance(parts[0], TextBlock)
-                                else parts)
-        return Message("tool", (block,))
-    blocks: list[Block] = list(parts)
-    for i, call in enumerate(d.get("tool_calls") or []):
-        fn = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
-            raise InputError("expected {id, function: {name, arguments}}",
-                             field=f"{where}.tool_calls[{i}]")
-        args = fn.get("arguments", "")
-        args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        blocks.append(ToolCallBlock(str(call.get("id") or ""), fn["name"], args))
-    return Message(role, tuple(blocks), name=name)  # type: ignore[arg-type]
-
-
-def _conversation(obj: Any, where: str) -> Request | None:
-    """A transcript if ``obj`` is a message list or an object with ``messages``; else None."""
-    tools: list[Any] = []
-    if isinstance(obj, Mapping) and isinstance(obj.get("messages"), list):
-        msgs, tools = obj["messages"], obj.get("tools") or []
-        where = f"{where}messages"
-    elif isinstance(obj, list) and obj and all(isinstance(m, Mapping) and "role" in m
-                                              for m in obj):
-        msgs, where = obj, f"{where}messages"
-    else:
-        return None
-    if not isinstance(tools, list):
-        raise InputError("expected a list of tool schemas", field=f"{where}.tools")
-    messages = tuple(openai_message(m, f"{where}[{i}]") for i, m in enumerate(msgs))
-    schemas = tuple(ToolSchema.from_dict(t) for t in tools)
-    return Request(system="", messages=messages, tools=schemas)
-
-
-def _json_error(path: str, e: json.JSONDecodeError, line_offset: int = 0) -> InputError:
-    return InputError(f"invalid JSON: {e.msg} (column {e.colno})", file=path,
-                      line=e.lineno + line_offset)
-
-
-def parse_source(path: str, text: str, fmt: Format = "auto") -> Source:
-    if fmt == "auto":
-        suffix = Path(path).suffix.lower()
-        if suffix in (".jsonl", ".ndjson"):
-            fmt = "jsonl"
-        elif suffix == ".json":
-            fmt = "json"
-        elif suffix in (".txt", ".md", ".text"):
-            fmt = "text"
-        elif text.lstrip()[:1] in ("[", "{"):
-            fmt = "json" if _json_like(text) else \
-                "jsonl" if "\n" in text.strip() else "json"
-        else:
-            fmt = "text"
-    src = Source(path, fmt)
-    if fmt == "text":
-        src.loose.append((script_kind(text), text))
-    elif fmt == "json":
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise _json_error(path, e) from None
-        try:
-            conv = _conversation(obj, "")
-        except InputError as e:
-            raise InputError(e.problem, file=path, field=e.field) from None
-        if conv is None:
-            src.loose.append(("json", text))
-        else:
-            src.requests.append(conv)
-    else:
-        loose_msgs: list[Message] = []
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"invalid JSON: {e.msg} (column {e.colno})", file=path,
-                                 line=n) from None
-            try:
-                if isinstance(obj, Mapping) and "role" in obj:
-                    loose_msgs.append(openai_message(obj, "message"))
-                    continue
-                conv = _conversation(obj, "")
-            except InputError as e:
-                raise InputError(e.problem, file=path, line=n, field=e.field) from None
-            if conv is None:
-                src.loose.append(("json", line))
-            else:
-                src.requests.append(conv)
-        if loose_msgs:
-            src.requests.insert(0, Request(system="", messages=tuple(loose_msgs)))
-    return src
-
-
-def read_source(path: str, fmt: Format = "auto", stdin: Any = None) -> Source:
-    """Read one input; raises InputError (file and problem, one line) on bad input."""
-    if path == "-":
-        import sys
-
-        stream = stdin if stdin is not None else sys.stdin
-        raw = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
-        data = raw if isinstance(raw, bytes) else raw.encode("utf-8")
-        label = "<stdin>"
-    else:
-        label = path
-        try:
-            data = Path(path).read_bytes()
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", file=path) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (byte {e.start})", file=label) from None
-    # Exactly one trailing newline is a transport artefact (echo, heredocs, an editor's final
-    # newline), not content: standard input and plain-text files lose it.
-    if text.endswith("\r\n"):
-        text = text[:-2]
-    elif text.endswith("\n"):
-        text = text[:-1]
-    return parse_source(label, text, fmt)
-
-
-# --- pieces and statistics ---------------------------------------------------------------------
 
 def _block_pieces(b: Block) -> Iterator[tuple[Kind, str]]:
     if isinstance(b, TextBlock):
@@ -326,42 +195,162 @@ def _block_pieces(b: Block) -> Iterator[tuple[Kind, str]]:
         outs = [b.output] if isinstance(b.output, str) else \
             [p.text for p in b.output if isinstance(p, TextBlock)]
         for o in outs:
-            yield ("json" if _json_like(o) else script_kind(o)), o
+            yield ("json" if json_like(o) else script_kind(o)), o
     else:
         for t in block_texts(b):
             yield script_kind(t), t
 
 
-def pieces(src: Source) -> Iterator[tuple[Kind, str]]:
-    for req in src.requests:
-        for m in req.messages:
-            for b in m.content:
-                yield from _block_pieces(b)
-        if req.tools:
-            yield "json", tools_json(req.tools)
-    yield from src.loose
+class _FileStats:
+    """The figures of one input, accumulated piece by piece as it is read.
+
+    The pieces of a message are exactly the texts the request-level rules count, so a request's
+    bytes4 is its pieces' bytes plus 8000 per data block, rounded once, and the tokenizer totals
+    are the sums over the kinds.
+    """
+
+    def __init__(self, tokenizers: Sequence[Tokenizer]) -> None:
+        self.tokenizers = tokenizers
+        self.counts = [_Counts(t) for t in tokenizers]
+        self.kinds: dict[Kind, _Tally] = {}
+        self.messages = 0
+        self.data_blocks = 0
+        self.has_requests = False
+        self.request_bytes4 = self.request_chars4 = 0  # summed over rounded requests
+        self.loose_msg_units = 0  # bytes4 units of the messages outside conversations (one request)
+        self.loose_bytes = self.loose_chars = 0  # texts outside messages
+        self._chars4 = Chars4Rule()
+
+    def _tally(self, kind: Kind) -> _Tally:
+        t = self.kinds.get(kind)
+        if t is None:
+            t = self.kinds[kind] = _Tally(tokens=[0] * len(self.counts))
+        return t
+
+    def piece(self, kind: Kind, text: str) -> int:
+        """Count one piece; its UTF-8 bytes."""
+        t = self._tally(kind)
+        n = len(text.encode("utf-8"))
+        t.pieces += 1
+        t.bytes += n
+        t.chars += len(text)
+        tokens = t.tokens
+        for k, c in enumerate(self.counts):
+            tokens[k] += c.count(text)
+        return n
+
+    def loose_text(self, kind: Kind, text: str) -> None:
+        self.loose_bytes += self.piece(kind, text)
+        self.loose_chars += len(text)
+
+    def plain_text(self, segments: Iterable[str]) -> None:
+        """A whole plain-text input as one piece, from segments whose counts add up."""
+        n = chars = cjk = latin = 0
+        tokens = [0] * len(self.tokenizers)
+        for seg in segments:
+            n += len(seg.encode("utf-8"))
+            chars += len(seg)
+            c, lat = _script_counts(seg)
+            cjk += c
+            latin += lat
+            for k, tok in enumerate(self.tokenizers):
+                tokens[k] += tok.count(seg)
+        t = self._tally(_kind(cjk, latin))
+        t.pieces, t.bytes, t.chars, t.tokens = 1, n, chars, tokens
+        self.loose_bytes, self.loose_chars = n, chars
+
+    def _message(self, m: Message) -> int:
+        """Count a message's pieces; its bytes4 units (bytes, 8000 per data block)."""
+        self.messages += 1
+        units = 0
+        for b in m.content:
+            for kind, text in _block_pieces(b):
+                units += self.piece(kind, text)
+            data = block_data_count(b)
+            self.data_blocks += data
+            units += data * DATA_BLOCK_TOKENS * 4
+        return units
+
+    def _plain_message(self, d: Any) -> tuple[int, int] | None:
+        """``message`` for the usual shape, a role and a string content, without building the
+        Message (which costs more than all the rest of its statistics); None for other shapes.
+        Equal to the general path, which a test holds it to."""
+        if type(d) is not dict:
+            return None
+        role, content = d.get("role"), d.get("content")
+        if not isinstance(role, str) or not isinstance(content, str) or d.get("name") \
+                or d.get("tool_calls"):
+            return None
+        role = ROLES.get(role)
+        if role is None:
+            return None
+        self.messages += 1
+        if not content:
+            return 0, math.ceil(len(role) / 4) + CHARS4_PER_MESSAGE
+        kind = ("json" if json_like(content) else script_kind(content)) if role == "tool" \
+            else script_kind(content)
+        return self.piece(kind, content), \
+            math.ceil((len(role) + len(content)) / 4) + CHARS4_PER_MESSAGE
+
+    def message(self, d: Any, where: str) -> tuple[int, int]:
+        """Count an OpenAI-style message; its bytes4 units and its chars4."""
+        plain = self._plain_message(d)
+        if plain is not None:
+            return plain
+        m = openai_message(d, where)
+        return self._message(m), self._chars4.message_units(m)
+
+    def conversation(self, messages: list[Any], tools: list[Any]) -> None:
+        """A conversation: counted and rounded on its own."""
+        self.has_requests = True
+        units = chars4 = 0
+        for i, d in enumerate(messages):
+            u, c = self.message(d, f"messages[{i}]")
+            units += u
+            chars4 += c
+        schemas = tuple(ToolSchema.from_dict(t) for t in tools)
+        if schemas:
+            units += self.piece("json", tools_json(schemas))
+        self.request_bytes4 += _bytes4(units)
+        self.request_chars4 += chars4 + self._chars4.head_units("", "", schemas)
+
+    def loose_message(self, d: Any) -> None:
+        """A message outside any conversation: all of them make one request, rounded once."""
+        self.has_requests = True
+        u, c = self.message(d, "message")
+        self.loose_msg_units += u
+        self.request_chars4 += c
+
+    def _row(self, t: _Tally, names: Sequence[str]) -> dict[str, Any]:
+        row: dict[str, Any] = {"pieces": t.pieces, "bytes": t.bytes, "chars": t.chars,
+                               "bytes4": _bytes4(t.bytes), "chars4": math.ceil(t.chars / 4)}
+        row.update(zip(names, t.tokens, strict=True))
+        return row
+
+    def result(self, path: str, fmt: str, names: Sequence[str]) -> dict[str, Any]:
+        kinds: dict[str, Any] = {}
+        for kind in KINDS:
+            if kind in self.kinds:
+                kinds[kind] = row = self._row(self.kinds[kind], names)
+                row["ratio"] = _ratios(row, names)
+        tallies = self.kinds.values()
+        total = self._row(_Tally(sum(t.pieces for t in tallies), sum(t.bytes for t in tallies),
+                                 sum(t.chars for t in tallies),
+                                 [sum(t.tokens[k] for t in tallies) for k in range(len(names))]),
+                          names)
+        if self.has_requests:
+            # Request-level rules: AgentScope's bytes4 (one rounding per conversation, 2000 per
+            # data block) and LangChain's chars4 (per-message overhead); loose texts add their
+            # plain-text estimates.
+            total["bytes4"] = self.request_bytes4 + _bytes4(self.loose_msg_units) \
+                + _bytes4(self.loose_bytes)
+            total["chars4"] = self.request_chars4 + math.ceil(self.loose_chars / 4)
+        total["ratio"] = _ratios(total, names)
+        return {"path": path, "format": fmt, "messages": self.messages,
+                "data_blocks": self.data_blocks, "total": total, "kinds": kinds}
 
 
-def _data_blocks(src: Source) -> int:
-    return sum(block_data_count(b) for r in src.requests for m in r.messages for b in m.content)
-
-
-def _row(texts: list[str], tokenizers: list[str], cache: TokenCache) -> dict[str, Any]:
-    joined = "".join(texts)
-    row: dict[str, Any] = {
-        "pieces": len(texts),
-        "bytes": len(joined.encode("utf-8")),
-        "chars": len(joined),
-        "bytes4": bytes4(joined),
-        "chars4": chars4(joined),
-    }
-    for name in tokenizers:
-        tok = cache.tokenizer(name)
-        row[name] = sum(tok.count(t) for t in texts)
-    return row
-
-
-def _ratios(row: dict[str, Any], tokenizers: list[str]) -> dict[str, float | None]:
+def _ratios(row: dict[str, Any], tokenizers: Sequence[str]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for est in ("bytes4", "chars4"):
         for name in tokenizers:
@@ -370,39 +359,67 @@ def _ratios(row: dict[str, Any], tokenizers: list[str]) -> dict[str, float | Non
     return out
 
 
-def file_stats(src: Source, tokenizers: list[str], cache: TokenCache) -> dict[str, Any]:
-    by_kind: dict[Kind, list[str]] = {}
-    for kind, text in pieces(src):
-        by_kind.setdefault(kind, []).append(text)
-    kinds: dict[str, Any] = {}
-    for kind in KINDS:
-        if kind in by_kind:
-            row = _row(by_kind[kind], tokenizers, cache)
-            row["ratio"] = _ratios(row, tokenizers)
-            kinds[kind] = row
-    all_texts = [t for k in KINDS for t in by_kind.get(k, [])]
-    total = _row(all_texts, tokenizers, cache)
-    data = _data_blocks(src)
-    messages = sum(len(r.messages) for r in src.requests)
-    if src.requests:
-        # Request-level rules: AgentScope's bytes4 (one rounding over the whole transcript,
-        # 2000 per data block) and LangChain's chars4 (per-message overhead), summed over
-        # conversations; loose texts add their plain-text estimates.
-        loose = [t for _, t in src.loose]
-        total["bytes4"] = sum(count_request(Bytes4Rule(), r) for r in src.requests) \
-            + (bytes4("".join(loose)) if loose else 0)
-        total["chars4"] = sum(count_request(Chars4Rule(), r) for r in src.requests) \
-            + (chars4("".join(loose)) if loose else 0)
-        for name in tokenizers:
-            rule = TokenizerRule(cache.tokenizer(name), image_tokens=0)
-            total[name] = sum(count_request(rule, r) for r in src.requests) \
-                + sum(cache.tokenizer(name).count(t) for t in loose)
-    total["ratio"] = _ratios(total, tokenizers)
-    return {"path": src.path, "format": src.format, "messages": messages, "data_blocks": data,
-            "total": total, "kinds": kinds}
+def _jsonl(stats: _FileStats, label: str, lines: Iterable[str]) -> None:
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"invalid JSON: {e.msg} (column {e.colno})", file=label,
+                             line=n) from None
+        try:
+            if isinstance(obj, Mapping) and "role" in obj:
+                stats.loose_message(obj)
+                continue
+            conv = conversation(obj)
+            if conv is not None:
+                stats.conversation(*conv)
+        except InputError as e:
+            raise InputError(e.problem, file=label, line=n, field=e.field) from None
+        if conv is None:
+            stats.loose_text("json", line)
 
 
-def format_table(results: list[dict[str, Any]], tokenizers: list[str]) -> str:
+def _json(stats: _FileStats, label: str, text: str) -> None:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON: {e.msg} (column {e.colno})", file=label,
+                         line=e.lineno) from None
+    try:
+        conv = conversation(obj)
+        if conv is not None:
+            stats.conversation(*conv)
+    except InputError as e:
+        raise InputError(e.problem, file=label, field=e.field) from None
+    if conv is None:
+        stats.loose_text("json", text)
+
+
+def file_stats(path: str, tokenizers: Sequence[str], fmt: Format = "auto", *,
+               chunk_bytes: int = CHUNK_BYTES,
+               loader: Callable[[str], Tokenizer] = get_tokenizer) -> dict[str, Any]:
+    """Estimate-versus-truth figures of one input (``-``: standard input), read incrementally;
+    raises InputError (file, line and problem, one line) on bad input."""
+    label = "<stdin>" if path == "-" else path
+    stats = _FileStats([loader(n) for n in tokenizers])
+    f = open_input(path)
+    try:
+        fmt, chunks = sniff(path, fmt, decoded(f, label, chunk_bytes))
+        if fmt == "text":
+            stats.plain_text(segments(chunks))
+        elif fmt == "jsonl":
+            _jsonl(stats, label, lines(chunks))
+        else:
+            _json(stats, label, strip_newline("".join(chunks)))
+    finally:
+        if path != "-":
+            f.close()
+    return stats.result(label, fmt, tokenizers)
+
+
+def format_table(results: list[dict[str, Any]], tokenizers: Sequence[str]) -> str:
     """A plain-text table: one block per file, a row per kind and a total row."""
     head = ["kind", "pieces", "bytes", "bytes4", "chars4"]
     for name in tokenizers:
