@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -264,15 +263,23 @@ def wilson(num: int, den: int, z: float = 1.96) -> tuple[float, float] | None:
 
 def bootstrap_mean(xs: Sequence[float], *, iterations: int = 2000, seed: int = 0,
                    level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean, with a seeded generator (deterministic)."""
+    """Percentile bootstrap interval of the mean, with a seeded generator (deterministic).
+    A constant sample's interval is [v, v]: every resample of it has that mean."""
     if not xs:
         return None
-    rng = random.Random(seed)
-    n = len(xs)
-    means = sorted(sum(rng.choice(xs) for _ in range(n)) / n for _ in range(iterations))
+    if min(xs) == max(xs):
+        return float(xs[0]), float(xs[0])
+    # Imported here: ``import harnesslab`` stays free of numpy for the commands that need none.
+    import numpy as np
+
+    data = np.asarray(xs, dtype=float)
+    rng = np.random.default_rng(seed)
+    # All resamples at once: row i holds the indices drawn for resample i.
+    picks = rng.integers(0, len(data), size=(iterations, len(data)))
+    means = np.sort(data[picks].mean(axis=1))
     lo = means[int((1 - level) / 2 * iterations)]
     hi = means[min(iterations - 1, int((1 + level) / 2 * iterations))]
-    return lo, hi
+    return float(lo), float(hi)
 
 
 def pass_hat_k(successes: int, trials: int, k: int) -> float | None:

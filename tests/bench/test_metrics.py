@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harnesslab.bench.metrics import bootstrap_mean, error_stats, pass_hat_k, wilson
@@ -117,6 +118,21 @@ def test_bootstrap_is_seeded_and_brackets_the_mean() -> None:
     a, b = bootstrap_mean(xs), bootstrap_mean(xs)
     assert a == b
     assert a is not None and a[0] <= sum(xs) / len(xs) <= a[1]
+    assert bootstrap_mean(xs, seed=1) != a
+
+
+def test_bootstrap_is_the_percentile_interval_of_the_resampled_means() -> None:
+    xs, iterations = [0.1, 0.4, 0.35, 0.8, 0.5, 0.2, 0.9], 400
+    picks = np.random.default_rng(7).integers(0, len(xs), size=(iterations, len(xs)))
+    means = sorted(sum(xs[j] for j in row) / len(xs) for row in picks)
+    got = bootstrap_mean(xs, iterations=iterations, seed=7, level=0.95)
+    assert got is not None
+    assert got[0] == pytest.approx(means[10]) and got[1] == pytest.approx(means[390])
+
+
+@pytest.mark.parametrize("xs", [[0.3], [0.1, 0.1, 0.1], [2.0] * 50])
+def test_bootstrap_of_a_constant_sample_is_that_value(xs: list[float]) -> None:
+    assert bootstrap_mean(xs) == (xs[0], xs[0])
 
 
 def test_error_stats() -> None:
