@@ -97,13 +97,13 @@ def lines(chunks: Iterable[str]) -> Iterator[str]:
     """The lines of the concatenated chunks, exactly as ``str.splitlines`` cuts the whole."""
     held: list[str] = []  # the start of a line not yet ended
     for chunk in _whole_crlf(chunks):
-        parts = chunk.splitlines(keepends=True)
-        tail = parts.pop() if parts[-1][-1] not in _BREAKS else ""
+        parts = chunk.splitlines()
+        tail = parts.pop() if chunk[-1] not in _BREAKS else ""
         for p in parts:
             if held:
                 p = "".join(held) + p
                 held = []
-            yield p[:-2] if p.endswith("\r\n") else p[:-1]
+            yield p
         if tail:
             held.append(tail)
     if held:
