@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from harnesslab.bench.kinds import script_kind
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Message,
@@ -174,9 +175,7 @@ class RecordWriter:
 
 def content_kind(text: str) -> str:
     """The request's content kind for estimate-error breakdowns: zh, en or mixed by its script
-    (harnesslab.bench.tokenstats.script_kind), or json when it is mostly JSON punctuation."""
-    from harnesslab.bench.tokenstats import script_kind
-
+    (harnesslab.bench.kinds.script_kind), or json when it is mostly JSON punctuation."""
     braces = sum(text.count(c) for c in '{}":')
     return "json" if braces * 8 > len(text) else script_kind(text)
 

@@ -27,17 +27,13 @@ overhead, and each tokenizer summed over the same texts. Ratios are estimate / t
 
 from __future__ import annotations
 
-import array
 import json
 import math
-import re
-import string
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
-from typing import Any, Literal
+from typing import Any
 
+from harnesslab.bench.kinds import KINDS, Kind, kind_of, script_counts, script_kind
 from harnesslab.bench.transcripts import (
     CHUNK_BYTES,
     ROLES,
@@ -71,82 +67,6 @@ from harnesslab.tokens import (
     Tokenizer,
     get_tokenizer,
 )
-
-Kind = Literal["zh", "en", "mixed", "json"]
-KINDS: tuple[Kind, ...] = ("zh", "en", "mixed", "json")
-
-
-# CJK and full-width punctuation (3000-303F), kana (3040-30FF), ideographs (3400-9FFF, F900-FAFF,
-# 20000-2FA1F), hangul syllables (AC00-D7AF) and half/full-width forms (FF00-FFEF).
-_CJK_RUN = re.compile("[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-                      "\U00020000-\U0002fa1f]+")
-_ASTRAL_RUN = re.compile("[\U00010000-\U0010ffff]+")
-_ASCII_LETTERS = string.ascii_letters.encode("ascii")
-
-
-def _char_class(chars: str) -> str:
-    """A regex character class of ``chars`` (sorted, distinct), with runs as ranges."""
-    out: list[str] = []
-    i = 0
-    while i < len(chars):
-        j = i
-        while j + 1 < len(chars) and ord(chars[j + 1]) == ord(chars[j]) + 1:
-            j += 1
-        out.append(re.escape(chars[i]) if i == j else f"{re.escape(chars[i])}-{re.escape(chars[j])}")
-        i = j + 1
-    return f"[{''.join(out)}]+"
-
-
-@cache
-def _other_letters() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Runs of the letters (``str.isalpha``) outside ASCII and the CJK ranges: one pattern for
-    the Basic Multilingual Plane, one above it. Built once from the running Python's Unicode
-    database, so that they agree with ``str.isalpha`` exactly. Two patterns, because ``re``
-    tests the part of a class above U+FFFF one range at a time on every character it rejects."""
-    every = array.array("I", range(0x80, 0x110000)).tobytes().decode(
-        f"utf-32-{sys.byteorder[0]}e", "surrogatepass")
-    # \w without digits and "_" holds every letter and a few other numerics: a C-level pass
-    # narrows 1.1 million code points to those candidates.
-    letters = _CJK_RUN.sub("", "".join(c for run in re.findall(r"[^\W\d_]+", every)
-                                       for c in run if c.isalpha()))
-    high = next((i for i, c in enumerate(letters) if c > "\uffff"), len(letters))
-    return re.compile(_char_class(letters[:high])), re.compile(_char_class(letters[high:]))
-
-
-def _ascii_letters(text: str) -> int:
-    data = text.encode("utf-8", "surrogatepass")
-    return len(data) - len(data.translate(None, _ASCII_LETTERS))
-
-
-def _script_counts(text: str) -> tuple[int, int]:
-    """(CJK characters, other letters) of ``text``, by C-level string operations only."""
-    if text.isascii():
-        return 0, _ascii_letters(text)
-    rest = _CJK_RUN.sub("", text)
-    cjk = len(text) - len(rest)
-    latin = _ascii_letters(rest)
-    if not rest.isascii():
-        bmp, astral = _other_letters()
-        latin += sum(map(len, bmp.findall(rest)))
-        high = "".join(_ASTRAL_RUN.findall(rest))
-        if high:
-            latin += sum(map(len, astral.findall(high)))
-    return cjk, latin
-
-
-def _kind(cjk: int, latin: int) -> Kind:
-    if cjk + latin == 0:
-        return "en"
-    share = cjk / (cjk + latin)
-    return "zh" if share >= 0.8 else "en" if share <= 0.2 else "mixed"
-
-
-def script_kind(text: str) -> Kind:
-    """zh / en / mixed by the share of CJK among letters (module docstring)."""
-    if text.isascii():
-        return "en"  # no CJK: the share is 0 or undefined, en either way
-    return _kind(*_script_counts(text))
-
 
 # --- statistics ------------------------------------------------------------------------------
 
@@ -269,12 +189,12 @@ class _FileStats:
         for seg in segments:
             n += len(seg.encode("utf-8"))
             chars += len(seg)
-            c, lat = _script_counts(seg)
+            c, lat = script_counts(seg)
             cjk += c
             latin += lat
             for k, tok in enumerate(self.tokenizers):
                 tokens[k] += tok.count(seg)
-        t = self._tally(_kind(cjk, latin))
+        t = self._tally(kind_of(cjk, latin))
         t.pieces, t.bytes, t.chars, t.tokens = 1, n, chars, tokens
         self.loose_bytes, self.loose_chars = n, chars
 
