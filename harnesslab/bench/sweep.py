@@ -31,7 +31,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harnesslab.bench.scenario import Scenario, bundled_dir, load_scenario, scenario_paths
+from harnesslab.bench.scenario import (
+    Scenario,
+    Variant,
+    bundled_dir,
+    load_scenario,
+    scenario_paths,
+)
 from harnesslab.bench.settings import parse_value, resolve_settings
 from harnesslab.bench.sweep_rows import RowsFile, run_task, write_table
 from harnesslab.errors import InputError
@@ -258,10 +264,24 @@ def compose_spec(file: str | None = None, *, grid: Iterable[str] = (),
 
 # --- validation and tasks ---------------------------------------------------------------------
 
+def _culprit(sc: Scenario, variant: Variant, e: InputError, cell: Mapping[str, Any]) -> str:
+    """The cell key at fault: the one the error names, else the first that fails alone."""
+    if e.field in cell:
+        return e.field
+    if e.field and e.field.split(".", 1)[0] in cell:
+        return e.field.split(".", 1)[0]
+    for k in cell:
+        try:
+            resolve_settings(sc, variant, {k: cell[k]})
+        except InputError:
+            return k
+    return ""  # only the combination fails
+
+
 def _cell_error(spec: SweepSpec, e: InputError, cell: Mapping[str, Any], sc: Scenario,
-                variant: str) -> InputError:
-    key = e.field if e.field in cell else (e.field or "").split(".", 1)[0]
-    ctx = f" (scenario {sc.id}, variant {variant}, cell {canonical(dict(cell))})"
+                variant: Variant) -> InputError:
+    key = _culprit(sc, variant, e, cell)
+    ctx = f" (scenario {sc.id}, variant {variant.name}, cell {canonical(dict(cell))})"
     from_file = spec.source is not None and key not in spec.cli_keys
     src = spec.source if from_file else None
     if key in spec.grid:
@@ -298,7 +318,7 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
                 try:
                     s = resolve_settings(sc, v, cell)
                 except InputError as e:
-                    raise _cell_error(spec, e, cell, sc, v.name) from None
+                    raise _cell_error(spec, e, cell, sc, v) from None
                 cost = float(s.harness.context_size * steps)
                 for seed in spec.seeds:
                     tasks.append(SweepTask(run_key(sc.id, sha, v.name, cell, seed),

@@ -186,8 +186,9 @@ class RowsFile:
         key = result["row"]["run_key"]
         if key in self._rows:
             return
+        # Keys in the row's own order: it is the table's column order.
         line = json.dumps({"row": result["row"], "timing": result.get("timing", {})},
-                          ensure_ascii=False, sort_keys=True) + "\n"
+                          ensure_ascii=False) + "\n"
         with self.path.open("a", encoding="utf-8") as f:
             f.write(line)
             f.flush()

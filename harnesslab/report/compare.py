@@ -36,8 +36,8 @@ def sign_test(up: int, down: int) -> float | None:
     if n == 0:
         return None
     k = min(up, down)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
+    tail: float = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2.0 * tail)
 
 
 def _per_run(df: pd.DataFrame) -> pd.DataFrame:

@@ -12,10 +12,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.colors import LinearSegmentedColormap  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 # Same inputs, same SVG: fixed ids and no creation date.
 matplotlib.rcParams.update({
@@ -156,7 +156,7 @@ def survival(series: list[dict[str, Any]]) -> str:
     ax.set_xlabel("compaction number")
     ax.set_ylabel("facts still shown")
     ax.set_ylim(-0.05, 1.05)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.25)
     ax.legend(fontsize=8)
     fig.tight_layout()
