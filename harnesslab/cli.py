@@ -273,7 +273,8 @@ def _add_fidelity(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from harnesslab.bench.sweep import compose_spec, run_sweep
+    from harnesslab.bench.sweep import run_sweep
+    from harnesslab.bench.sweep_spec import compose_spec
 
     spec = compose_spec(args.file, grid=args.grid or [], fixed=_parse_sets(args.set),
                         scenarios=args.scenario or [], variants=args.variant or [],

@@ -15,17 +15,15 @@ import pandas as pd
 import pytest
 
 from harnesslab.bench.scenario import bundled_dir
-from harnesslab.bench.sweep import (
+from harnesslab.bench.sweep import plan, run_key, run_sweep
+from harnesslab.bench.sweep_rows import ROWS, RowsFile, load_table
+from harnesslab.bench.sweep_spec import (
     DEFAULT_GRID,
     SweepSpec,
     compose_spec,
     load_sweep,
     parse_grid,
-    plan,
-    run_key,
-    run_sweep,
 )
-from harnesslab.bench.sweep_rows import ROWS, RowsFile, load_table
 from harnesslab.cli import main
 from harnesslab.errors import InputError
 from harnesslab.harness.base import HarnessBase

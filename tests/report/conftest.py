@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from harnesslab.bench.scenario import bundled_dir
-from harnesslab.bench.sweep import SweepSpec, run_sweep
+from harnesslab.bench.sweep import run_sweep
 from harnesslab.bench.sweep_rows import load_table
+from harnesslab.bench.sweep_spec import SweepSpec
 from harnesslab.report.html import write_report
 
 FOLLOWUP = "So do I still have to wait tomorrow?"
