@@ -76,7 +76,8 @@ def make_row(task: SweepTask, result: RunResult, tokenizer: str | None, window: 
     failed = [c.id for c in result.checks if not c.passed]
     row: dict[str, Any] = {
         "run_key": task.run_key, "scenario": task.scenario_id, "variant": task.variant,
-        "seed": task.seed, "control": result.control, "locale": result.locale,
+        "seed": task.seed, "control": result.control, "role": result.role,
+        "locale": result.locale,
         "overridden": ",".join(result.overridden),
         "cell": json.dumps(task.settings, ensure_ascii=False, sort_keys=True,
                            separators=(",", ":")),

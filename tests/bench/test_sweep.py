@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harnesslab.bench.scenario import bundled_dir
+from harnesslab.bench.scenario import bundled_dir, load_scenario
 from harnesslab.bench.sweep import plan, run_key, run_sweep
 from harnesslab.bench.sweep_rows import ROWS, RowsFile, load_table
 from harnesslab.bench.sweep_spec import (
@@ -146,7 +146,7 @@ def test_a_sweep_writes_one_row_per_run_and_resumes(tmp_path: Path) -> None:
     spec = small()
     first = run_sweep(spec, tmp_path, executor="serial")
     df = load_table(tmp_path)
-    variants = 5  # followup-after-filler-en
+    variants = len(load_scenario(FOLLOWUP_EN).variants)
     assert first.runs == first.done == len(df) == 2 * variants and first.skipped == 0
     assert df["run_key"].is_unique and list(df["run_key"]) == sorted(df["run_key"])
     assert set(df["set.strategy"]) == {"structured", "truncate"}
@@ -215,7 +215,8 @@ def test_csv_table_when_asked(tmp_path: Path) -> None:
     run_sweep(small(), tmp_path, executor="serial", table_format="csv")
     assert (tmp_path / "sweep.csv").exists() and not (tmp_path / "sweep.parquet").exists()
     df = load_table(tmp_path)
-    assert len(df) == 10 and set(df["set.strategy"]) == {"structured", "truncate"}
+    assert len(df) == 2 * len(load_scenario(FOLLOWUP_EN).variants)
+    assert set(df["set.strategy"]) == {"structured", "truncate"}
 
 
 def test_unknown_executor_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -274,5 +275,5 @@ def test_dask_local_cluster_gives_the_local_processes_table(tmp_path: Path) -> N
     spec = small(strategy=["structured", "truncate", "pinned"], trigger_ratio=[0.6, 0.8])
     run_sweep(spec, tmp_path / "procs", executor="processes", jobs=2)
     out = run_sweep(spec, tmp_path / "dask", executor="dask", jobs=2)
-    assert out.done == out.runs == 30
+    assert out.done == out.runs == 6 * len(load_scenario(FOLLOWUP_EN).variants)
     pd.testing.assert_frame_equal(load_table(tmp_path / "procs"), load_table(tmp_path / "dask"))
