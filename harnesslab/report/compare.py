@@ -1,5 +1,7 @@
 """``harnesslab report A B``: two sweeps compared on the runs they share (same scenario, variant,
-seed and cell settings), as paired deltas B − A with an exact two-sided sign test.
+seed and values of A's swept keys), as paired deltas B − A with an exact two-sided sign test.
+What else differs between the two (a fixed ``--set``, the code, the scenario files) is what the
+comparison measures.
 
 Only runs compared in the single report count (not controls, not errors, not variants that
 set a swept key themselves). The sign test counts the pairs where B is above A and where it is
@@ -27,7 +29,7 @@ METRICS = (("quality", "quality (follow-ups + constraints)", True),
            ("compactions", "compactions", False),
            ("overflow_rate", "overflow rate", False),
            ("estimate_error_mape", "estimate error (MAPE)", False))
-PAIR = ["scenario", "variant", "seed", "cell"]
+PAIR = ["scenario", "variant", "seed"]
 
 
 def sign_test(up: int, down: int) -> float | None:
@@ -66,17 +68,20 @@ def compare(a_dir: str | Path, b_dir: str | Path) -> dict[str, Any]:
     a_df, a_man = load_sweep_dir(a_dir)
     b_df, _ = load_sweep_dir(b_dir)
     grid = list(a_man.get("grid", {}))
+    swept = [f"set.{k}" for k in grid if f"set.{k}" in b_df.columns]
     a = _per_run(tables.compared(a_df, grid))
     b = _per_run(tables.compared(b_df, grid))
-    merged = a.merge(b, on=PAIR, suffixes=("_a", "_b"))
+    merged = a.merge(b, on=[*PAIR, *swept], suffixes=("_a", "_b"))
     if merged.empty:
         raise InputError("the two sweeps share no compared run (same scenario, variant, seed "
-                         "and cell settings)", file=str(b_dir))
+                         "and swept settings)", file=str(b_dir))
     overall = [{"metric": m, "label": label, "higher_better": hb,
                 **_stats(merged[f"{m}_a"], merged[f"{m}_b"])} for m, label, hb in METRICS]
     cells = []
-    for cell, g in merged.groupby("cell", sort=True):
-        cells.append({"cell": str(cell), "runs": len(g),
+    for vals, g in merged.groupby(swept, sort=True) if swept else [((), merged)]:
+        vals = vals if isinstance(vals, tuple) else (vals,)
+        label = ", ".join(f"{k[4:]}={tables.py(v)}" for k, v in zip(swept, vals, strict=True))
+        cells.append({"cell": label or "(all)", "runs": len(g),
                       "quality": _stats(g["quality_a"], g["quality_b"]),
                       "tokens": _stats(g["true_input_tokens_a"], g["true_input_tokens_b"]),
                       "run_keys_a": sorted(g["run_key_a"]), "run_keys_b": sorted(g["run_key_b"])})

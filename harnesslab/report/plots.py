@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator
 
 # Same inputs, same SVG: fixed ids and no creation date.
 matplotlib.rcParams.update({
@@ -111,6 +111,7 @@ def pareto(points: list[dict[str, Any]]) -> str:
     for s in order:
         ax.scatter([], [], color=color(s, order), label=s, s=30)
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(_k))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xlabel("true input tokens per run (mean, log scale)")
