@@ -85,13 +85,13 @@ def headline(rank: list[dict[str, Any]]) -> str:
     best, worst = rated[0], rated[-1]
     q = best["quality"]["value"]
     ties = [r for r in rated if r["quality"]["value"] == q]
-    lead = (f"Ranked by quality at cost, {best['label']} is best: it kept "
-            f"{_pct(q)} of follow-ups and constraints{_ci(best['quality'])} with "
-            f"{_tokens(best['cost'])} true input tokens per run")
+    lead = (f"Best quality at the lowest cost: {best['label']} kept {_pct(q)} of follow-ups "
+            f"and constraints{_ci(best['quality'])} at {_tokens(best['cost'])} true input "
+            "tokens per run")
     if len(ties) > 1:
-        lead += f", the cheapest of {len(ties)} settings at that quality"
+        lead += f" (the cheapest of {len(ties)} cells at that quality)"
     if worst is not best and worst["quality"]["value"] != q:
-        lead += f"; last is {worst['label']} at {_pct(worst['quality']['value'])}"
+        lead += f"; last: {worst['label']} at {_pct(worst['quality']['value'])}"
     return lead + "."
 
 

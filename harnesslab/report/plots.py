@@ -105,9 +105,12 @@ def pareto(points: list[dict[str, Any]]) -> str:
     if front:
         ax.plot([p["cost"] for p in front], [p["quality"] for p in front], color="#222",
                 linewidth=1, linestyle="--", zorder=2)
-        for p in front[:6]:
-            ax.annotate(p["label"], (p["cost"], p["quality"]), textcoords="offset points",
-                        xytext=(6, -11), fontsize=7, color="#333")
+        # The rank beside each front point: the table next to the chart names the cell.
+        rank = {id(p): i for i, p in enumerate(points, start=1)}
+        for p in front:
+            ax.annotate(f"#{rank[id(p)]}", (p["cost"], p["quality"]),
+                        textcoords="offset points", xytext=(5, 5), fontsize=8,
+                        fontweight="bold", color="#222")
     for s in order:
         ax.scatter([], [], color=color(s, order), label=s, s=30)
     ax.set_xscale("log")
@@ -118,7 +121,8 @@ def pareto(points: list[dict[str, Any]]) -> str:
     ax.set_ylabel("quality (follow-ups + constraints kept)")
     ax.set_ylim(-0.05, 1.08)
     ax.grid(alpha=0.25)
-    ax.legend(loc="lower right", fontsize=8, title="strategy", title_fontsize=8)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(order)),
+              fontsize=8, handletextpad=0.3, columnspacing=1.2)
     fig.tight_layout()
     return svg(fig)
 

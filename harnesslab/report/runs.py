@@ -73,14 +73,16 @@ def facts(rec: Record) -> dict[str, Any]:
             "compactions": tl.compactions}
 
 
-def request_view(rec: Record, event: dict[str, Any]) -> dict[str, Any]:
+def request_view(rec: Record, event: dict[str, Any], turn_text: str | None = None
+                 ) -> dict[str, Any]:
     """A request as text, for people: the summary and the newest messages in full, older ones
     counted (``harnesslab show RECORD --call N`` prints all of it)."""
     req = rec.request(event["request"])
     msgs = list(req.messages)
     shown = msgs[-MAX_MESSAGES:]
-    # The turn being answered: the last user message (what the fake model reads as the turn).
-    last_user = max((i for i, m in enumerate(shown) if m.role == "user"), default=-1)
+    # The turn being answered, where the request still has it: its last user message.
+    last_user = max((i for i, m in enumerate(shown) if m.role == "user"
+                     and (turn_text is None or message_text(m) == turn_text)), default=-1)
 
     def clip(s: str) -> str:
         return s if len(s) <= MAX_CHARS else s[:MAX_CHARS] + f" … ({len(s) - MAX_CHARS} more)"
@@ -100,7 +102,8 @@ def _reply_calls(rec: Record) -> list[dict[str, Any]]:
 
 def drilldown(rec: Record) -> list[dict[str, Any]]:
     """For each turn with failed checks: the checks, the turn, the request its answer came
-    from, the facts lost since they were last shown, and the compaction that dropped each."""
+    from, what it lost (declared facts an earlier call showed, or the turn's own question),
+    and the compaction that dropped it."""
     fails: dict[int, list[dict[str, Any]]] = {}
     for e in rec.of_type("check"):
         if not e["passed"]:
@@ -115,17 +118,23 @@ def drilldown(rec: Record) -> list[dict[str, Any]]:
         item: dict[str, Any] = {
             "step": step, "checks": [{"id": c["id"], "detail": c["detail"]} for c in checks],
             "user": turn["text"] if turn else None, "reply": turn["reply"] if turn else None,
-            "request": request_view(rec, call) if call is not None else None,
-            "lost": [], "compaction": None}
-        if call is not None:
-            item["lost"], item["compaction"] = _lost(rec, call)
+            "request": None, "lost": [], "question_missing": False, "compaction": None}
+        if call is not None and turn is not None:
+            item["request"] = request_view(rec, call, turn["text"])
+            item["question_missing"] = turn["text"] not in rec.request_text(call["request"])
+            item["lost"], item["compaction"] = _lost(rec, call, item["question_missing"])
         out.append(item)
     return out
 
 
-def _lost(rec: Record, call: dict[str, Any]) -> tuple[list[str], dict[str, Any] | None]:
-    """Facts some earlier reply call showed that this one does not, and the last compaction
-    between the last call that showed one of them and this call."""
+QUESTION = "the question of this turn"
+
+
+def _lost(rec: Record, call: dict[str, Any], question_missing: bool
+          ) -> tuple[list[str], dict[str, Any] | None]:
+    """Facts some earlier reply call showed that this one does not (and the turn's question
+    when the request lacks it), and the last compaction between where they were last shown
+    and this call."""
     now = set(fact_names(call.get("present")))
     last_seen: dict[str, int] = {}
     idx = rec.events.index(call)
@@ -134,6 +143,11 @@ def _lost(rec: Record, call: dict[str, Any]) -> tuple[list[str], dict[str, Any] 
             for f in fact_names(e.get("present")):
                 last_seen[f] = i
     lost = sorted(f for f in last_seen if f not in now)
+    if question_missing:
+        # The question arrived in this step: it can only have gone since the step began.
+        step_start = next(i for i, e in enumerate(rec.events) if e.get("step") == call["step"])
+        last_seen[QUESTION] = step_start
+        lost.append(QUESTION)
     if not lost:
         return [], None
     since = min(last_seen[f] for f in lost)
@@ -142,7 +156,7 @@ def _lost(rec: Record, call: dict[str, Any]) -> tuple[list[str], dict[str, Any] 
     if not comps:
         return lost, None
     i, c = comps[-1]
-    dropped = sorted(f for f in lost if last_seen[f] < i)
+    dropped = [f for f in lost if last_seen[f] <= i]
     return lost, {"step": c["step"], "strategy": c.get("strategy"), "removed": c.get("removed"),
                   "kept": c.get("kept"), "summary_ok": c.get("summary_ok"),
                   "summary": c.get("summary") or "", "estimate": c.get("estimate"),

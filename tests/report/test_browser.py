@@ -48,7 +48,7 @@ def test_report_renders_without_console_errors_and_markup_stays_text(rendered: P
         kinds = page.evaluate("[...document.scripts].map(s => s.type)")
         assert kinds and set(kinds) == {"application/json"}
         # It rendered: the headline, the plots with a size, a drill-down.
-        assert "is best" in page.inner_text("#headline")
+        assert "Best quality at the lowest cost" in page.inner_text("#headline")
         box = page.locator("#ranking svg").first.bounding_box()
         assert box is not None and box["width"] > 300 and box["height"] > 200
         assert page.locator("article.drill").count() >= 1

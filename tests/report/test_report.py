@@ -196,7 +196,7 @@ def test_truncate_ranks_below_structured(small_sweep: SmallSweep) -> None:
         by_strategy[r["cell"]["strategy"]].append(r["quality"]["value"])
     assert max(by_strategy["truncate"]) < min(by_strategy["structured"])
     headline = re.search(r'id="headline">(.*?)</p>', small_sweep.report.read_text("utf-8"))
-    assert headline and "strategy=structured" in headline.group(1).split(" is best")[0]
+    assert headline and "strategy=structured" in headline.group(1).split(" kept ")[0]
 
 
 def test_pass_hat_k_pools_scenario_variants() -> None:
@@ -221,4 +221,23 @@ def test_report_command_writes_a_timestamped_folder(small_sweep: SmallSweep, tmp
     out = capsys.readouterr().out
     made = list(tmp_path.glob("*/index.html"))
     assert len(made) == 1 and re.fullmatch(r"\d{8}-\d{6}", made[0].parent.name)
-    assert "is best" in out and str(made[0]) in out
+    assert "Best quality at the lowest cost" in out and str(made[0]) in out
+
+
+def test_drilldown_names_the_compaction_that_dropped_the_referent(small_sweep: SmallSweep
+                                                                  ) -> None:
+    from harnesslab.report.runs import drilldown
+
+    df = small_sweep.df
+    pick = df[(df["scenario"] == "markup-followup-en") & (df["variant"] == "default")]
+    truncate = pick[pick["strategy"] == "truncate"].iloc[0]
+    items = drilldown(Record.load(small_sweep.dir / truncate["record"]))
+    follow = next(i for i in items if i["user"] == MARKUP_UTTERANCE)
+    assert "O-1001" in follow["lost"] and "O-1001" not in follow["request"]["present"]
+    assert follow["compaction"]["strategy"] == "truncate"
+    assert "O-1001" in follow["compaction"]["dropped"]
+    assert any("O-1001" in m["text"] for m in follow["compaction"]["removed_messages"])
+    assert not follow["question_missing"]
+    structured = pick[pick["strategy"] == "structured"]
+    assert structured["all_passed"].all()
+    assert drilldown(Record.load(small_sweep.dir / structured.iloc[0]["record"])) == []
