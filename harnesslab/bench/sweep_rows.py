@@ -72,7 +72,7 @@ def flat_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_row(task: SweepTask, result: RunResult, tokenizer: str | None, window: int | None,
-             survival: Mapping[str, Any]) -> dict[str, Any]:
+             extra: Mapping[str, Any]) -> dict[str, Any]:
     failed = [c.id for c in result.checks if not c.passed]
     row: dict[str, Any] = {
         "run_key": task.run_key, "scenario": task.scenario_id, "variant": task.variant,
@@ -96,8 +96,11 @@ def make_row(task: SweepTask, result: RunResult, tokenizer: str | None, window: 
         "record": str(Path(result.record).relative_to(task.out_dir)) if result.record else None,
     })
     row.update(flat_metrics(result.metrics))
-    row["facts_tracked"] = survival.get("facts_tracked", 0)
-    row["fact_survival"] = json.dumps(survival.get("fact_survival", []))
+    row["facts_tracked"] = extra.get("facts_tracked", 0)
+    row["fact_survival"] = json.dumps(extra.get("fact_survival", []))
+    # The true size of the small talk the scenario inserted (sized to the trigger, so it grows
+    # with trigger_ratio x context_size): the report tells apart cost that comes from it.
+    row["filler_tokens"] = extra.get("filler_tokens")
     return row
 
 
@@ -125,9 +128,12 @@ def run_task(task: SweepTask) -> dict[str, Any]:
         result = run_variant(sc, variant, seed=task.seed, source=Path(task.scenario_path),
                              out_dir=run_dir, cli_set=task.settings)
         s = resolve_settings(sc, variant, task.settings)
-        surv = record_survival(Record.load(result.record)) \
-            if result.record and result.error is None else {}
-        row = make_row(task, result, s.service.tokenizer, s.service.window, surv)
+        extra: dict[str, Any] = {}
+        if result.record and result.error is None:
+            rec = Record.load(result.record)
+            extra = {**record_survival(rec),
+                     "filler_tokens": sum(e.get("true_tokens", 0) for e in rec.of_type("filler"))}
+        row = make_row(task, result, s.service.tokenizer, s.service.window, extra)
     except Exception as e:
         row = _error_row(task, f"{type(e).__name__}: {e}")
     return {"row": row, "timing": {"seconds": time.perf_counter() - t0, "pid": os.getpid()}}

@@ -95,6 +95,16 @@ def headline(rank: list[dict[str, Any]]) -> str:
     return lead + "."
 
 
+def wins_line(w: dict[str, Any]) -> str:
+    """The strategies compared on the same conversation: how often each is best."""
+    if not w["wins"] or not w["groups"]:
+        return ""
+    held = " and ".join(w["others"])
+    where = f"With {held} held fixed (the same conversation)" if held else "Compared"
+    parts = [f"{x['strategy']} in {x['wins']} of {w['groups']}" for x in w["wins"]]
+    return f"{where}, the best strategy at the lowest cost is " + ", ".join(parts) + "."
+
+
 def strategy_line(by_strategy: dict[str, list[dict[str, Any]]]) -> str:
     parts = []
     for s, cells in by_strategy.items():
@@ -149,6 +159,7 @@ def _run_view(sweep_dir: Path, sel: dict[str, Any], with_drill: bool) -> dict[st
             "show": f"harnesslab show {sweep_dir / sel['record']}"}
     if with_drill:
         view["failures"] = runs.drilldown(rec)
+        view["more_failures"] = runs.failed_turns(rec) - len(view["failures"])
     return view
 
 
@@ -163,7 +174,8 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
     by_strategy = tables.strategy_tables(df, grid)
     data: dict[str, Any] = {"ranking": rank, "heatmaps": tables.heatmaps(df, grid),
             "pareto": tables.pareto(df, grid), "estimate_error": tables.estimate_error(df),
-            "survival": tables.survival(df, grid)}
+            "survival": tables.survival(df, grid),
+            "strategy_wins": tables.strategy_wins(df, grid)}
     drill, gallery = select_runs(df, grid)
     lead = headline(rank)
     comp = tables.compared(df, grid)
@@ -179,6 +191,9 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
         "sweep_dir": str(d), "table": str(table_path(d)), "grid": manifest.get("grid", {}),
         "fixed": manifest.get("set", {}), "seeds": manifest.get("seeds", []),
         "headline": lead, "strategy_line": strategy_line(by_strategy),
+        "wins_line": wins_line(data["strategy_wins"]),
+        "filler_scales": tables.filler_scales(df) and
+        bool({"context_size", "trigger_ratio"} & set(grid)),
         "counts": {"runs": len(df), "compared": len(comp), "cells": len(rank),
                    "scenarios": int(df["scenario"].nunique()),
                    "controls": sum(c["runs"] for c in ctl),

@@ -114,7 +114,7 @@ def pareto(points: list[dict[str, Any]]) -> str:
     for s in order:
         ax.scatter([], [], color=color(s, order), label=s, s=30)
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
     ax.xaxis.set_major_formatter(FuncFormatter(_k))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xlabel("true input tokens per run (mean, log scale)")
@@ -154,10 +154,13 @@ def estimate_error(data: dict[str, list[dict[str, Any]]]) -> str:
 def survival(series: list[dict[str, Any]]) -> str:
     fig, ax = plt.subplots(figsize=(5.6, 3.0))
     order = [s["strategy"] for s in series]
-    for s in series:
+    for i, s in enumerate(series):
         ks = [p["k"] for p in s["points"]]
+        # Thinner for each later line, so that lines lying on one another all stay visible.
+        width = max(1.2, 5.0 - 1.6 * i)
         ax.plot(ks, [p["mean"] for p in s["points"]], marker="o", label=s["strategy"],
-                color=color(s["strategy"], order), linewidth=2)
+                color=color(s["strategy"], order), linewidth=width, markersize=width + 3,
+                alpha=0.9)
     ax.set_xlabel("compaction number")
     ax.set_ylabel("facts still shown")
     ax.set_ylim(-0.05, 1.05)

@@ -18,6 +18,7 @@ from harnesslab.tokens import CountRule, TokenCache, make_rule
 
 MAX_MESSAGES = 8       # messages shown at the end of a request
 MAX_CHARS = 600        # per message shown
+MAX_FAILED_TURNS = 3   # failing turns drilled into per run (the first ones: the rest follow)
 
 
 def _budget_rule(tokenizer: str) -> tuple[CountRule, str]:
@@ -100,16 +101,20 @@ def _reply_calls(rec: Record) -> list[dict[str, Any]]:
             if e["type"] in ("model_call", "overflow") and e.get("purpose") == "reply"]
 
 
+def failed_turns(rec: Record) -> int:
+    return len({e["step"] for e in rec.of_type("check") if not e["passed"]})
+
+
 def drilldown(rec: Record) -> list[dict[str, Any]]:
-    """For each turn with failed checks: the checks, the turn, the request its answer came
-    from, what it lost (declared facts an earlier call showed, or the turn's own question),
-    and the compaction that dropped it."""
+    """For each turn with failed checks (the first ``MAX_FAILED_TURNS``): the checks, the
+    turn, the request its answer came from, what it lost (declared facts an earlier call
+    showed, or the turn's own question), and the compaction that dropped it."""
     fails: dict[int, list[dict[str, Any]]] = {}
     for e in rec.of_type("check"):
         if not e["passed"]:
             fails.setdefault(e["step"], []).append(e)
     out = []
-    for step, checks in sorted(fails.items()):
+    for step, checks in sorted(fails.items())[:MAX_FAILED_TURNS]:
         turn = next((t for t in rec.of_type("turn") if t["step"] == step), None)
         call = None
         if turn is not None:

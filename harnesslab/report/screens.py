@@ -16,6 +16,7 @@ from harnesslab.errors import InputError
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1280, "height": 860}
+MAX_SHOT_HEIGHT = 2400
 
 
 def chromium_path() -> str | None:
@@ -76,10 +77,13 @@ def screenshots(html: Path, out_dir: Path | None = None) -> PageCheck:
         page.screenshot(path=str(first))
         check.shots.append(first)
         drill = page.query_selector("article.drill")
-        if drill is not None:
+        box = drill.bounding_box() if drill is not None else None
+        if box is not None:
             shot = out / "drilldown.png"
-            drill.scroll_into_view_if_needed()
-            drill.screenshot(path=str(shot))
+            # The drill-down's top, at most MAX_SHOT_HEIGHT tall: a picture, not a scroll.
+            page.screenshot(path=str(shot), full_page=True, clip={
+                "x": box["x"], "y": box["y"], "width": box["width"],
+                "height": min(box["height"], MAX_SHOT_HEIGHT)})
             check.shots.append(shot)
         page.close()
     return check

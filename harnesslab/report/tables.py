@@ -244,3 +244,38 @@ def errors(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [{"run_key": str(r.run_key), "scenario": str(r.scenario), "variant": str(r.variant),
              "seed": int(r.seed), "cell": str(r.cell), "error": str(r.error)}
             for r in bad.itertuples()]
+
+
+def strategy_wins(df: pd.DataFrame, grid: Sequence[str]) -> dict[str, Any]:
+    """Strategies compared where everything else swept is the same (so the conversation, filler
+    included, is the same): per combination of the other swept keys, the strategy with the best
+    quality, then the lowest cost; how many combinations each wins."""
+    others = [k for k in grid if k != "strategy"]
+    if "strategy" not in grid:
+        return {"others": others, "groups": 0, "wins": []}
+    comp = compared(df, grid)
+    wins: dict[str, list[dict[str, Any]]] = {}
+    groups = 0
+    for key, g in (comp.groupby([f"set.{k}" for k in others], sort=True) if others
+                   else [((), comp)]):
+        cands = sorted((cell_stats({"strategy": py(s)}, sub)
+                        for s, sub in g.groupby("set.strategy", sort=True)), key=_better)
+        if not cands or cands[0]["quality"]["value"] is None:
+            continue
+        groups += 1
+        key = key if isinstance(key, tuple) else (key,)
+        wins.setdefault(str(cands[0]["cell"]["strategy"]), []).append(
+            {"at": {k: py(v) for k, v in zip(others, key, strict=True)},
+             "run_keys": sorted(g["run_key"])})
+    return {"others": others, "groups": groups,
+            "wins": sorted(({"strategy": s, "wins": len(w), "where": w} for s, w in wins.items()),
+                           key=lambda x: (-x["wins"], x["strategy"]))}
+
+
+def filler_scales(df: pd.DataFrame) -> bool:
+    """Whether the same scenario, variant and seed got a different amount of filler in
+    different cells (filler is sized to trigger_ratio x context_size)."""
+    if "filler_tokens" not in df.columns:
+        return False
+    ok = df[df["error"].isna()]
+    return bool((ok.groupby(["scenario", "variant", "seed"])["filler_tokens"].nunique() > 1).any())

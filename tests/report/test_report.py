@@ -139,6 +139,19 @@ def test_every_plot_block_is_recomputed_from_the_table(small_sweep: SmallSweep) 
         assert approx(got[key][0], sum(vs) / len(vs)) and got[key][1] == len(vs)
     checked.add("plot-survival")
 
+    # strategies compared where the other swept keys are the same
+    wins: dict[str, int] = defaultdict(int)
+    for _, g in comp.groupby(["set.context_size", "set.trigger_ratio"]):
+        best = []
+        for strategy, sub in g.groupby("set.strategy"):
+            num, den = pooled(sub, "followup_accuracy", "constraint_retention")
+            best.append((-(num / den), float(sub["true_input_tokens"].mean()), strategy))
+        wins[min(best)[2]] += 1
+    sw = data["plot-strategy-wins"]
+    assert sw["groups"] == sum(wins.values()) == 4
+    assert {w["strategy"]: w["wins"] for w in sw["wins"]} == dict(wins)
+    checked.add("plot-strategy-wins")
+
     # per-run plots: from the record the table names
     runs = {k: v for k, v in data.items() if k.startswith("plot-run-")}
     assert runs, "the report drew no run"
@@ -166,6 +179,17 @@ def test_every_plot_block_is_recomputed_from_the_table(small_sweep: SmallSweep) 
             assert {f for f, on in zip(fx["facts"], flags, strict=True) if on} == names
         checked.add(name)
     assert checked == set(data), f"blocks not recomputed: {set(data) - checked}"
+
+
+def test_filler_grows_with_the_trigger_and_the_report_says_so(small_sweep: SmallSweep) -> None:
+    df = small_sweep.df
+    d = df[(df["scenario"] == "markup-followup-en") & (df["variant"] == "default") &
+           (df["strategy"] == "structured")].set_index(["context_size", "trigger_ratio"])
+    assert d.loc[(8192, 0.8), "filler_tokens"] > d.loc[(4096, 0.8), "filler_tokens"]
+    assert d.loc[(8192, 0.8), "filler_tokens"] > d.loc[(8192, 0.6), "filler_tokens"]
+    assert tables.filler_scales(df)
+    assert "its cost only with cells at the same context_size" in \
+        small_sweep.report.read_text(encoding="utf-8")
 
 
 def test_markup_in_scenario_text_is_escaped(small_sweep: SmallSweep) -> None:
