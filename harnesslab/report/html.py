@@ -175,7 +175,8 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
     data: dict[str, Any] = {"ranking": rank, "heatmaps": tables.heatmaps(df, grid),
             "pareto": tables.pareto(df, grid), "estimate_error": tables.estimate_error(df),
             "survival": tables.survival(df, grid),
-            "strategy_wins": tables.strategy_wins(df, grid)}
+            "strategy_wins": tables.strategy_wins(df, grid),
+            "kill_table": tables.kill_table(df, grid)}
     drill, gallery = select_runs(df, grid)
     lead = headline(rank)
     comp = tables.compared(df, grid)

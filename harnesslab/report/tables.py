@@ -279,3 +279,31 @@ def filler_scales(df: pd.DataFrame) -> bool:
         return False
     ok = df[df["error"].isna()]
     return bool((ok.groupby(["scenario", "variant", "seed"])["filler_tokens"].nunique() > 1).any())
+
+
+def kill_table(df: pd.DataFrame, grid: Sequence[str]) -> list[dict[str, Any]]:
+    """When ``harness`` is swept with ``reference`` among its values (the bug zoo: bug/<name>):
+    per other harness, the runs whose failed checks differ from the reference harness's on the
+    same scenario, variant, seed and other swept settings. A harness with such a run is killed."""
+    if "harness" not in grid:
+        return []
+    keys = ["scenario", "variant", "seed", *(f"set.{k}" for k in grid if k != "harness")]
+    ok = df[df["error"].isna()]
+    ref = ok[ok["set.harness"] == "reference"]
+    if ref.empty:
+        return []
+    out = []
+    for harness, g in ok[ok["set.harness"] != "reference"].groupby("set.harness", sort=True):
+        m = g.merge(ref, on=keys, suffixes=("", "_ref"))
+        diff = m[m["failed_checks"].fillna("") != m["failed_checks_ref"].fillna("")]
+        first = None
+        if len(diff):
+            r = diff.sort_values([*keys, "run_key"]).iloc[0]
+            mine = set(str(r["failed_checks"] or "").split(";")) - {""}
+            theirs = set(str(r["failed_checks_ref"] or "").split(";")) - {""}
+            first = {"scenario": str(r["scenario"]), "variant": str(r["variant"]),
+                     "cell": str(r["cell"]), "fails": sorted(mine - theirs),
+                     "passes": sorted(theirs - mine), "run_key": str(r["run_key"])}
+        out.append({"harness": str(harness), "pairs": len(m), "killed_in": len(diff),
+                    "first": first, "run_keys": sorted(diff["run_key"])})
+    return out

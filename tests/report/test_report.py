@@ -265,3 +265,23 @@ def test_drilldown_names_the_compaction_that_dropped_the_referent(small_sweep: S
     structured = pick[pick["strategy"] == "structured"]
     assert structured["all_passed"].all()
     assert drilldown(Record.load(small_sweep.dir / structured.iloc[0]["record"])) == []
+
+
+def test_kill_table_pairs_each_harness_with_the_reference() -> None:
+    base = {"variant": "v", "seed": 0, "error": None, "set.strategy": "pinned", "cell": "{}"}
+    rows = [
+        {**base, "scenario": "a", "set.harness": "reference", "failed_checks": "",
+         "run_key": "r1"},
+        {**base, "scenario": "a", "set.harness": "bug/x", "failed_checks": "s3.resolves",
+         "run_key": "x1"},
+        {**base, "scenario": "b", "set.harness": "reference", "failed_checks": "s1.answered",
+         "run_key": "r2"},
+        {**base, "scenario": "b", "set.harness": "bug/x", "failed_checks": "s1.answered",
+         "run_key": "x2"},
+        {**base, "scenario": "a", "set.harness": "bug/y", "failed_checks": "", "run_key": "y1"},
+    ]
+    kt = {k["harness"]: k for k in tables.kill_table(pd.DataFrame(rows), ["harness", "strategy"])}
+    assert kt["bug/x"]["pairs"] == 2 and kt["bug/x"]["killed_in"] == 1
+    assert kt["bug/x"]["first"]["fails"] == ["s3.resolves"] and kt["bug/x"]["run_keys"] == ["x1"]
+    assert kt["bug/y"]["killed_in"] == 0 and kt["bug/y"]["first"] is None
+    assert tables.kill_table(pd.DataFrame(rows), ["strategy"]) == []
