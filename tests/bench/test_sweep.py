@@ -277,3 +277,15 @@ def test_dask_local_cluster_gives_the_local_processes_table(tmp_path: Path) -> N
     out = run_sweep(spec, tmp_path / "dask", executor="dask", jobs=2)
     assert out.done == out.runs == 6 * len(load_scenario(FOLLOWUP_EN).variants)
     pd.testing.assert_frame_equal(load_table(tmp_path / "procs"), load_table(tmp_path / "dask"))
+
+
+def test_dask_executor_without_the_extra_names_the_install_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # as if not installed
+    code = main(["sweep", "--scenario", str(FOLLOWUP_EN), "--grid", "strategy=pinned",
+                 "--variant", "default", "--executor", "dask", "--out", str(tmp_path),
+                 "--no-report"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "pip install 'harnesslab[dask]'" in err

@@ -285,3 +285,14 @@ def test_kill_table_pairs_each_harness_with_the_reference() -> None:
     assert kt["bug/x"]["first"]["fails"] == ["s3.resolves"] and kt["bug/x"]["run_keys"] == ["x1"]
     assert kt["bug/y"]["killed_in"] == 0 and kt["bug/y"]["first"] is None
     assert tables.kill_table(pd.DataFrame(rows), ["strategy"]) == []
+
+
+def test_screenshots_without_chromium_name_what_to_install(
+        small_sweep: SmallSweep, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HARNESSLAB_CHROMIUM", str(tmp_path / "no-chromium-here"))
+    code = main(["report", str(small_sweep.dir), "--report-out", str(tmp_path / "r"),
+                 "--screenshots"])
+    err = capsys.readouterr().err
+    assert code == 2 and "apt-get install chromium" in err.splitlines()[-1]
+    assert (tmp_path / "r" / "index.html").is_file()  # the report itself was written
