@@ -18,7 +18,7 @@ from harnesslab.tokens import CountRule, TokenCache, make_rule
 
 MAX_MESSAGES = 8       # messages shown at the end of a request
 MAX_CHARS = 600        # per message shown
-MAX_FAILED_TURNS = 3   # failing turns drilled into per run (the first ones: the rest follow)
+MAX_FAILED_TURNS = 3   # failing turns drilled into per run, each for a different cause
 
 
 def _budget_rule(tokenizer: str) -> tuple[CountRule, str]:
@@ -113,8 +113,11 @@ def drilldown(rec: Record) -> list[dict[str, Any]]:
     for e in rec.of_type("check"):
         if not e["passed"]:
             fails.setdefault(e["step"], []).append(e)
-    out = []
-    for step, checks in sorted(fails.items())[:MAX_FAILED_TURNS]:
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for step, checks in sorted(fails.items())[:4 * MAX_FAILED_TURNS]:
+        if len(out) >= MAX_FAILED_TURNS:
+            break
         turn = next((t for t in rec.of_type("turn") if t["step"] == step), None)
         call = None
         if turn is not None:
@@ -128,6 +131,13 @@ def drilldown(rec: Record) -> list[dict[str, Any]]:
             item["request"] = request_view(rec, call, turn["text"])
             item["question_missing"] = turn["text"] not in rec.request_text(call["request"])
             item["lost"], item["compaction"] = _lost(rec, call, item["question_missing"])
+        # A later turn failing for the same reason (the same loss, the same compaction) adds
+        # nothing: it is counted, not shown.
+        cause = (tuple(c["kind"] for c in checks), tuple(item["lost"]),
+                 (item["compaction"] or {}).get("step"))
+        if cause in seen:
+            continue
+        seen.add(cause)
         out.append(item)
     return out
 
