@@ -1,0 +1,266 @@
+"""One sweep run in a worker, its table row, the durable rows file and the table.
+
+``run_task`` is what an executor runs: a module-level function of plain data (spawn-safe,
+picklable for Dask). It returns ``{"row": ..., "timing": ...}``; only the coordinator writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harnesslab.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from harnesslab.bench.runner import RunResult
+    from harnesslab.bench.scenario import Scenario
+    from harnesslab.bench.sweep import SweepTask
+
+ROWS = "rows.jsonl"
+RATES = ("followup_accuracy", "constraint_retention", "entity_fidelity",
+         "summary_entity_fidelity", "stale_fact_rate", "wasted_requery_rate",
+         "identity_leak_rate", "overflow_rate")
+KINDS = ("zh", "en", "mixed", "json")
+STATS = ("signed_mean", "mape", "p95")
+COUNTS = ("trigger_lateness", "true_input_tokens", "compactions", "summary_tokens",
+          "model_calls")
+
+
+@functools.lru_cache(maxsize=64)
+def _scenario(path: str, sha256: str) -> Scenario:
+    import hashlib
+
+    from harnesslab.bench.scenario import load_scenario
+
+    if hashlib.sha256(Path(path).read_bytes()).hexdigest() != sha256:
+        raise InputError("the scenario file changed since the sweep was planned", file=path)
+    return load_scenario(path)
+
+
+def cell_value(v: Any) -> Any:
+    """A cell setting as a table value: scalars as they are, collections as canonical JSON."""
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    return json.dumps(v, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def flat_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in RATES:
+        r = m.get(name) or {}
+        out[name], out[f"{name}_num"], out[f"{name}_den"] = \
+            r.get("value"), r.get("num"), r.get("den")
+    err = m.get("estimate_error") or {}
+    for s in (*STATS, "n"):
+        out[f"estimate_error_{s}"] = err.get(s)
+    by_kind = m.get("estimate_error_by_kind") or {}
+    for k in KINDS:
+        e = by_kind.get(k) or {}
+        for s in ("signed_mean", "mape", "n"):
+            out[f"estimate_error_{k}_{s}"] = e.get(s, 0 if s == "n" else None)
+    for name in COUNTS:
+        out[name] = m.get(name)
+    return out
+
+
+def make_row(task: SweepTask, result: RunResult, tokenizer: str | None, window: int | None,
+             extra: Mapping[str, Any]) -> dict[str, Any]:
+    failed = [c.id for c in result.checks if not c.passed]
+    row: dict[str, Any] = {
+        "run_key": task.run_key, "scenario": task.scenario_id, "variant": task.variant,
+        "seed": task.seed, "control": result.control, "role": result.role,
+        "locale": result.locale,
+        "overridden": ",".join(result.overridden),
+        "cell": json.dumps(task.settings, ensure_ascii=False, sort_keys=True,
+                           separators=(",", ":")),
+    }
+    for k in task.keys:
+        row[f"set.{k}"] = cell_value(task.settings.get(k))
+    row.update({k: result.settings.get(k) for k in
+                ("harness", "strategy", "context_size", "trigger_ratio", "estimator", "service")})
+    row["tokenizer"], row["window"] = tokenizer, window
+    row.update({
+        "expected": result.expected, "all_passed": result.all_passed,
+        "checks": len(result.checks), "checks_passed": len(result.checks) - len(failed),
+        "failed_checks": ";".join(failed),
+        "unexpected": ";".join(result.verdict.unexpected) if result.verdict else "",
+        "error": result.error,
+        "record": str(Path(result.record).relative_to(task.out_dir)) if result.record else None,
+    })
+    row.update(flat_metrics(result.metrics))
+    row["facts_tracked"] = extra.get("facts_tracked", 0)
+    row["fact_survival"] = json.dumps(extra.get("fact_survival", []))
+    # The true size of the small talk the scenario inserted (sized to the trigger, so it grows
+    # with trigger_ratio x context_size): the report tells apart cost that comes from it.
+    row["filler_tokens"] = extra.get("filler_tokens")
+    return row
+
+
+def _error_row(task: SweepTask, error: str) -> dict[str, Any]:
+    from harnesslab.bench.runner import RunResult
+
+    res = RunResult(task.scenario_id, task.variant, task.seed, None, error=error)
+    return make_row(task, res, None, None, {})
+
+
+def run_task(task: SweepTask) -> dict[str, Any]:
+    """Run one sweep task; any failure is a row with its reason, never an exception."""
+    from harnesslab.bench.facts import record_survival
+    from harnesslab.bench.record import Record
+    from harnesslab.bench.runner import run_variant
+    from harnesslab.bench.settings import resolve_settings
+
+    t0 = time.perf_counter()  # timing only: kept out of the table and the record
+    try:
+        sc = _scenario(task.scenario_path, task.scenario_sha256)
+        variant = next(v for v in sc.variants if v.name == task.variant)
+        run_dir = Path(task.out_dir) / "records" / task.run_key
+        # A run killed half-way left files (offloaded context is appended to): start clean.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        result = run_variant(sc, variant, seed=task.seed, source=Path(task.scenario_path),
+                             out_dir=run_dir, cli_set=task.settings)
+        s = resolve_settings(sc, variant, task.settings)
+        extra: dict[str, Any] = {}
+        if result.record and result.error is None:
+            rec = Record.load(result.record)
+            extra = {**record_survival(rec),
+                     "filler_tokens": sum(e.get("true_tokens", 0) for e in rec.of_type("filler"))}
+        row = make_row(task, result, s.service.tokenizer, s.service.window, extra)
+    except Exception as e:
+        row = _error_row(task, f"{type(e).__name__}: {e}")
+    return {"row": row, "timing": {"seconds": time.perf_counter() - t0, "pid": os.getpid()}}
+
+
+class RowsFile:
+    """``OUT/rows.jsonl``: one line per finished run, appended and fsync'd by one writer.
+
+    A line is ``{"row": {...}, "timing": {...}}``. A last line cut short by a kill is dropped
+    on open (its run is done again); a broken line before the last is bad input."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / ROWS
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._timings: dict[str, dict[str, Any]] = {}
+        if self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        good = 0
+        lines = data.split(b"\n")
+        for n, raw in enumerate(lines, start=1):
+            last = n == len(lines)
+            if not raw.strip():
+                good += len(raw) + (0 if last else 1)
+                continue
+            try:
+                obj = json.loads(raw)
+                key = obj["row"]["run_key"]
+            except (ValueError, KeyError, TypeError):
+                if last or all(not x.strip() for x in lines[n:]):
+                    break  # cut short by a kill: drop it, the run is done again
+                raise InputError("not a sweep row (a broken line before the last)",
+                                 file=str(self.path), line=n) from None
+            if last:
+                break  # no newline yet: the write was not finished
+            self._rows.setdefault(key, obj["row"])
+            self._timings.setdefault(key, obj.get("timing", {}))
+            good += len(raw) + 1
+        if good < len(data):
+            with self.path.open("r+b") as f:
+                f.truncate(good)
+                f.flush()
+                os.fsync(f.fileno())
+
+    def keys(self) -> set[str]:
+        return set(self._rows)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return list(self._rows.values())
+
+    def timings(self) -> dict[str, dict[str, Any]]:
+        return dict(self._timings)
+
+    def append(self, result: Mapping[str, Any]) -> None:
+        key = result["row"]["run_key"]
+        if key in self._rows:
+            return
+        # Keys in the row's own order: it is the table's column order.
+        line = json.dumps({"row": result["row"], "timing": result.get("timing", {})},
+                          ensure_ascii=False) + "\n"
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        self._rows[key] = dict(result["row"])
+        self._timings[key] = dict(result.get("timing", {}))
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+def has_pyarrow() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyarrow") is not None
+
+
+def to_frame(rows: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Rows as a DataFrame sorted by run key; a column of mixed kinds is kept as text."""
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows))
+    if df.empty:
+        return df
+    for c in df.columns:
+        if df[c].dtype == object:
+            kinds = {type(v) for v in df[c] if v is not None and v == v}
+            if len(kinds) > 1 and not kinds <= {int, float}:
+                df[c] = [None if v is None else cell_value(v) if not isinstance(v, str)
+                         else v for v in df[c]]
+    return df.sort_values("run_key", kind="stable").reset_index(drop=True)
+
+
+def write_table(rows: Sequence[Mapping[str, Any]], out: Path, fmt: str | None = None) -> Path:
+    """``sweep.parquet`` (pyarrow) or ``sweep.csv``, written whole then renamed into place."""
+    fmt = fmt or ("parquet" if has_pyarrow() else "csv")
+    df = to_frame(rows)
+    path = out / f"sweep.{fmt}"
+    tmp = out / f".sweep.{fmt}.tmp"
+    if fmt == "parquet":
+        df.to_parquet(tmp, index=False)
+    else:
+        df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    other = out / ("sweep.csv" if fmt == "parquet" else "sweep.parquet")
+    other.unlink(missing_ok=True)  # one table per sweep folder, never a stale second one
+    return path
+
+
+def table_path(out: str | Path) -> Path:
+    out = Path(out)
+    for name in ("sweep.parquet", "sweep.csv"):
+        if (out / name).exists():
+            return out / name
+    raise InputError("not a sweep folder: no sweep.parquet or sweep.csv (run harnesslab sweep "
+                     "--out with it first)", file=str(out))
+
+
+def load_table(out: str | Path) -> pd.DataFrame:
+    """The sweep table of a sweep folder, as written."""
+    import pandas as pd
+
+    path = table_path(out)
+    if path.suffix == ".parquet":
+        if not has_pyarrow():
+            raise InputError("reading a parquet table needs pyarrow: pip install pyarrow",
+                             file=str(path))
+        return pd.read_parquet(path)
+    return pd.read_csv(path)
