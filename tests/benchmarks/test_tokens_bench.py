@@ -33,7 +33,9 @@ from .conftest import cpu_min, report
 NAMES = ["o200k_base", "cl100k_base"]  # the command's default
 PIECES, PIECE_MB = 10, 1.0
 ROUNDS = 5
-LIMIT = 1.2  # tokens CPU / encode floor CPU
+# tokens CPU / encode floor CPU. Measured 1.10-1.19 on a loaded 2-core machine (the former
+# whole-file reader with a per-character kind loop: 1.7): 1.2 left no margin under load.
+LIMIT = 1.3
 MEMORY_LIMIT = 2.0  # peak memory above the loaded tokenizers / input size
 
 _ZH = ("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可也你说么能好下子过家"
