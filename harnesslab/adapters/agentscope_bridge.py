@@ -28,6 +28,7 @@ from agentscope.model import ChatModelBase, ChatResponse
 from pydantic import BaseModel
 
 from harnesslab.harness.offload import VIRTUAL_ROOT, Offloader
+from harnesslab.harness.prompts import SUMMARY_TOOL
 from harnesslab.messages import (
     Block,
     DataBlock,
@@ -42,7 +43,6 @@ from harnesslab.messages import (
     ToolSchema,
 )
 
-SUMMARY_TOOL = "generate_structured_output"
 _ERROR_STATES = {am.ToolResultState.ERROR, am.ToolResultState.DENIED,
                  am.ToolResultState.INTERRUPTED}
 
