@@ -199,9 +199,11 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
                    "scenarios": int(df["scenario"].nunique()),
                    "controls": sum(c["runs"] for c in ctl),
                    "controls_ok": sum(c["as_designed"] for c in ctl),
-                   "errors": int(df["error"].notna().sum())},
+                   "errors": int(df["error"].notna().sum()),
+                   "unmatched": sum(u["runs"] for u in tables.unmatched(df, grid))},
         "data": data, "svgs": svgs, "by_strategy": by_strategy, "controls": ctl,
         "pinned": tables.pinned_variants(df, grid), "errors": tables.errors(df),
+        "unmatched": tables.unmatched(df, grid),
         "drilldowns": [_run_view(d, s, True) for s in drill],
         "gallery": [_run_view(d, s, False) for s in gallery],
     }

@@ -4,7 +4,10 @@ fact survival, the controls. Each function returns plain JSON-able data with the
 behind every number; plots draw it and the HTML embeds it unchanged.
 
 Which runs are **compared**: not a control (a control is expected to fail), not an errored run,
-and not a variant that sets a swept key itself (the cell did not apply to it).
+not a variant that sets a swept key itself (the cell did not apply to it), and like for like:
+only the (scenario, variant, seed) units that every cell with a completed run completed. A cell
+that cannot run a variant (a harness reporting it not applicable, a crash) would otherwise be
+ranked on an easier set of runs than the others; its missing units are left out of every cell.
 **Quality** of a set of runs = (follow-ups answered correctly + constraint-turns obeyed) /
 (follow-up turns + constraint-turns), pooled over its runs, with a Wilson interval. **Cost** =
 mean true input tokens per run.
@@ -44,10 +47,41 @@ def _overrides_swept(overridden: Any, keys: Sequence[str]) -> bool:
     return any(k in keys or k.split(".", 1)[0] in keys for k in overridden.split(","))
 
 
-def compared(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+def _eligible(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     mask = [not bool(c) and (e is None or e != e) and not _overrides_swept(o, keys)
             for c, e, o in zip(df["control"], df["error"], df["overridden"], strict=True)]
     return df[mask]
+
+
+def _units(df: pd.DataFrame) -> pd.Series:
+    return df["scenario"].astype(str) + "\0" + df["variant"].astype(str) + "\0" + \
+        df["seed"].astype(str)
+
+
+def _cell_ids(df: pd.DataFrame, keys: Sequence[str]) -> pd.Series:
+    cols = [f"set.{k}" for k in keys]
+    return df[cols].astype(str).agg("\0".join, axis=1)
+
+
+def compared(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    comp = _eligible(df, keys)
+    if not keys or comp.empty:
+        return comp
+    units, cells = _units(comp), _cell_ids(comp, keys)
+    per_unit = cells.groupby(units).nunique()
+    full = set(per_unit[per_unit == cells.nunique()].index)
+    return comp[units.isin(full)]
+
+
+def unmatched(df: pd.DataFrame, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """The completed runs left out of the comparison because another cell did not complete
+    the same (scenario, variant, seed): per cell, how many and which units."""
+    comp = _eligible(df, keys)
+    left = comp[~comp["run_key"].isin(set(compared(df, keys)["run_key"]))]
+    return [{"cell": c, "label": cell_label(c), "runs": len(g),
+             "units": sorted({f"{s}/{v}/{n}" for s, v, n in
+                              zip(g["scenario"], g["variant"], g["seed"], strict=True)}),
+             "run_keys": sorted(g["run_key"])} for c, g in _cells(left, keys)]
 
 
 def _rate(num: int, den: int) -> dict[str, Any]:

@@ -296,3 +296,33 @@ def test_screenshots_without_chromium_name_what_to_install(
     err = capsys.readouterr().err
     assert code == 2 and "apt-get install chromium" in err.splitlines()[-1]
     assert (tmp_path / "r" / "index.html").is_file()  # the report itself was written
+
+
+def _cell_row(scenario: str, harness: str, *, ok: int, of: int, error: str | None = None
+              ) -> dict[str, object]:
+    return {"scenario": scenario, "variant": "default", "seed": 0, "set.harness": harness,
+            "control": False, "error": error, "overridden": "", "strategy": "structured",
+            "followup_accuracy_num": ok, "followup_accuracy_den": of,
+            "constraint_retention_num": 0, "constraint_retention_den": 0,
+            "overflow_rate_num": 0, "overflow_rate_den": 1, "all_passed": ok == of,
+            "true_input_tokens": 1000, "compactions": 0,
+            "run_key": f"{scenario}-{harness}"}
+
+
+def test_cells_are_ranked_on_the_runs_every_cell_completed() -> None:
+    # The adapter cannot run scenario b (not applicable): the reference's run of b, which it
+    # fails, must not count against it in a ranking the adapter is spared from.
+    rows = [_cell_row("a", "reference", ok=2, of=2), _cell_row("b", "reference", ok=0, of=2),
+            _cell_row("a", "agentscope", ok=2, of=2),
+            _cell_row("b", "agentscope", ok=0, of=0, error="NotApplicable: strategy")]
+    df = pd.DataFrame(rows)
+    rank = {r["label"]: r for r in tables.ranking(df, ["harness"])}
+    assert rank["harness=reference"]["quality"]["value"] == 1.0
+    assert rank["harness=reference"]["run_keys"] == ["a-reference"]
+    left = tables.unmatched(df, ["harness"])
+    assert [(u["label"], u["units"]) for u in left] == [("harness=reference", ["b/default/0"])]
+    # Control: when both cells complete b, it is compared for both.
+    rows[3] = _cell_row("b", "agentscope", ok=1, of=2)
+    rank = {r["label"]: r for r in tables.ranking(pd.DataFrame(rows), ["harness"])}
+    assert rank["harness=reference"]["quality"]["value"] == 0.5
+    assert tables.unmatched(pd.DataFrame(rows), ["harness"]) == []
