@@ -427,6 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=_cmd_schema)
     _add_fidelity(sub)
     _add_sweep_parsers(sub)
+    from harnesslab.cli_wire import add_wire_parsers
+
+    add_wire_parsers(sub)
     return p
 
 

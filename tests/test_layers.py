@@ -59,7 +59,7 @@ def test_the_offender_scan_sees_a_forbidden_import(tmp_path: Path,
 
 def test_importing_harnesslab_loads_no_heavy_package() -> None:
     code = ("import sys, harnesslab; heavy = [m for m in ('matplotlib', 'pandas', 'agentscope', "
-            "'tokenizers', 'tqdm') if m in sys.modules]; print(heavy)")
+            "'tokenizers', 'tqdm', 'starlette', 'uvicorn', 'openai') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60).stdout.strip()
     assert out == "[]"

@@ -96,6 +96,11 @@ class RecordWriter:
             self._file.close()
             self._file = None
 
+    def flush(self) -> None:
+        """Push what is written to the file (a live record, e.g. a serve session's)."""
+        if self._file is not None:
+            self._file.flush()
+
     def _write(self, line: dict[str, Any]) -> None:
         if self._file is not None:
             self._file.write(_dumps(line) + "\n")

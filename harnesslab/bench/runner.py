@@ -31,7 +31,7 @@ from harnesslab.bench.scenario import (
 )
 from harnesslab.bench.settings import Settings, overridden, resolve_settings
 from harnesslab.errors import InputError
-from harnesslab.harness.base import Harness, TurnResult
+from harnesslab.harness.base import Harness, HarnessContext, TurnResult
 from harnesslab.harness.registry import harness_label, load_harness
 from harnesslab.messages import DataBlock, Message, Request
 from harnesslab.sim.endpoint import Endpoint
@@ -120,6 +120,13 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
     }
 
 
+def open_record(sc: Scenario, variant: Variant, seed: int, source: Path | None, s: Settings,
+                world: World, path: Path | None, **extra: Any) -> RecordWriter:
+    """A record writer with the run's header (plus ``extra`` header keys) and declared facts."""
+    return RecordWriter({**_header(sc, source, variant, seed, s, world), **extra},
+                        _declared(sc), path)
+
+
 def record_path(out_dir: Path, scenario: str, variant: str, seed: int) -> Path:
     return out_dir / scenario / variant / f"seed{seed}.jsonl"
 
@@ -145,8 +152,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
     settings = resolve_settings(sc, variant, cli_set)
     world = World(sc.world.with_tools(settings.tools))
     path = record_path(out_dir, sc.id, variant.name, seed) if out_dir else None
-    writer = RecordWriter(_header(sc, source, variant, seed, settings, world), _declared(sc),
-                          path)
+    writer = open_record(sc, variant, seed, source, settings, world, path)
     result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale,
                        settings=key_settings(settings), overridden=overridden(variant, cli_set),
                        control=bool(variant.expect_fail), role=variant.kind,
@@ -205,8 +211,10 @@ def _model_failed(writer: RecordWriter, step: int, first: int, last: int) -> tup
     return False, ""
 
 
-def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
-           workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
+def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
+                  workdir: Path | None = None) -> tuple[HarnessContext, Endpoint, TokenCache]:
+    """What a harness is handed for one run of ``sc`` in ``world``, recording into ``writer``:
+    the service and fake model behind the endpoint, the world's tools and clock."""
     cache = TokenCache()
     service = SimulatedService(s.service, cache)
     model = FakeModel(sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
@@ -217,6 +225,12 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
     ctx = harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
                           session_id=sc.session.id, user_id=sc.session.user, workdir=workdir,
                           cache=cache)
+    return ctx, endpoint, cache
+
+
+def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
+           workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
+    ctx, endpoint, cache = world_context(sc, s, world, writer, seed, workdir)
     harness: Harness = load_harness(s.harness.harness)(ctx, s.harness)
     # Filler is sized in the configured estimator (the harness's own belief, design 3.6).
     rule = make_rule(s.harness.estimator, cache)
