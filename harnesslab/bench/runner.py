@@ -31,7 +31,7 @@ from harnesslab.bench.scenario import (
 )
 from harnesslab.bench.settings import Settings, overridden, resolve_settings
 from harnesslab.errors import InputError
-from harnesslab.harness.base import Harness, HarnessContext, TurnResult
+from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.registry import harness_label, load_harness
 from harnesslab.messages import DataBlock, Message, Request
 from harnesslab.sim.endpoint import Endpoint
@@ -181,6 +181,8 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
 def _turn(harness: Harness, text: str, images: tuple[DataBlock, ...]) -> tuple[TurnResult, str]:
     try:
         res = harness.turn(text, images)
+    except HarnessGone:
+        raise  # nothing more can be asked of it: the run fails with the reason
     except Exception as e:
         # A harness that crashes fails the turn, with what it raised; the run goes on.
         return TurnResult("", True, f"harness raised {type(e).__name__}: {e}"), \
@@ -232,6 +234,19 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
            workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
     ctx, endpoint, cache = world_context(sc, s, world, writer, seed, workdir)
     harness: Harness = load_harness(s.harness.harness)(ctx, s.harness)
+    try:
+        _steps(sc, s, world, writer, seed, harness, endpoint, cache, on_step)
+    finally:
+        # A harness that holds resources (a black-box program, its session on the wire) lets
+        # them go when the run ends, however it ends.
+        close = getattr(harness, "close", None)
+        if callable(close):
+            close()
+
+
+def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
+           harness: Harness, endpoint: Endpoint, cache: TokenCache,
+           on_step: Callable[[int], None] | None) -> None:
     # Filler is sized in the configured estimator (the harness's own belief, design 3.6).
     rule = make_rule(s.harness.estimator, cache)
     fillers = 0

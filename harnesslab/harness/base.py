@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from harnesslab.harness.config import HarnessConfig
     from harnesslab.tokens import TokenCache
 
-__all__ = ["Clock", "EventSink", "Harness", "HarnessBase", "HarnessContext", "ModelEndpoint",
+__all__ = ["Clock", "EventSink", "Harness", "HarnessBase", "HarnessContext", "HarnessGone",
+           "ModelEndpoint",
            "Session", "StateUnsupported", "ToolExecutor", "TurnResult"]
 
 
@@ -98,6 +99,11 @@ class TurnResult:
 
 class StateUnsupported(NotImplementedError):
     """The harness cannot save or restore its state (restart scenarios report it)."""
+
+
+class HarnessGone(RuntimeError):
+    """The harness under test can no longer answer at all (a black-box program that hung, died
+    or wrote garbage): unlike a failed turn, the run stops here, recorded with this reason."""
 
 
 @runtime_checkable

@@ -30,7 +30,8 @@ class HarnessConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     harness: str = Field(default="reference", description="The harness under test: reference, "
-                         "a registered adapter name, module:Class or path/to/file.py:Class")
+                         "a registered adapter name, module:Class, path/to/file.py:Class, or cmd:COMMAND (a "
+                         "black-box program, harnesslab.adapters.cmd)")
     strategy: str = Field(default="structured", description="Compaction strategy: none, "
                           "truncate, structured, freeform, pinned, offload, codex")
     context_size: int = Field(default=32768, gt=0, description="The harness's belief about the "
@@ -76,6 +77,9 @@ class HarnessConfig(BaseModel):
                                                       "prompt texts to send")
     system_prompt: str | None = Field(default=None, description="Overrides the prompts' system "
                                       "prompt")
+    turn_timeout: float = Field(default=60.0, gt=0, le=3600, description="A black-box harness "
+                                "(harness=cmd:...): seconds its program may take to answer one "
+                                "step; past it the program is stopped and the run fails")
     codex: CodexSettings = Field(default_factory=CodexSettings)
 
     @field_validator("estimator")

@@ -1,6 +1,7 @@
 """Choosing the harness under test: a registered name (``reference``; adapters register their
 own, e.g. ``agentscope``), ``bug/<name>`` (the bug zoo, ``harnesslab.harness.bugs``),
-``package.module:Class``, or ``path/to/file.py:Class``.
+``package.module:Class``, ``path/to/file.py:Class``, or ``cmd:COMMAND`` (a black-box program,
+``harnesslab.adapters.cmd``).
 
 Registered harnesses are loaded lazily (an adapter's heavy package is imported only when it
 is chosen). A bad choice is an :class:`~harnesslab.errors.InputError` on the ``harness`` field.
@@ -87,6 +88,16 @@ def load_harness(spec: str) -> Any:
             raise InputError(f"unknown bug {spec[4:]!r}; the zoo has {', '.join(BUGS)}",
                              field="harness")
         return bug.cls
+    if spec.startswith("cmd:"):
+        try:
+            from harnesslab.adapters.cmd import cmd_harness
+        except ImportError as e:
+            raise InputError(f"harness cmd: needs the serve extra ({e.name}): "
+                             "pip install 'harnesslab[serve]'", field="harness") from None
+        try:
+            return cmd_harness(spec[4:])
+        except ValueError as e:
+            raise InputError(str(e), field="harness") from None
     if ":" not in spec:
         if spec not in HARNESSES:
             raise InputError(f"unknown harness {spec!r}; expected one of {', '.join(HARNESSES)}, "
@@ -117,4 +128,8 @@ def load_harness(spec: str) -> Any:
 
 def harness_label(spec: str) -> str:
     """A short name for tables: the registered name, or the class name of a user's harness."""
+    if spec.startswith("cmd:"):
+        from harnesslab.adapters.cmd import label
+
+        return label(spec[4:])
     return spec if ":" not in spec else spec.rpartition(":")[2]

@@ -1,0 +1,208 @@
+"""Black-box harnesses (``harness=cmd:...``): a program that hangs, exits or writes garbage is
+a failed run with a clear reason within its timeout; the stdin protocol (user lines, clock
+advances, preload or filler as turns); the plain SDK example's records hold every request it
+sent."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnesslab.bench.record import Record
+from harnesslab.bench.runner import RunResult, run_variant
+from harnesslab.bench.scenario import bundled_dir, load_scenario
+from harnesslab.harness.registry import harness_label
+
+pytest.importorskip("starlette")
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAD = """import json, os, sys, time
+open(os.environ["PIDFILE"], "a").write(f"{os.getpid()}\\n")
+"""
+
+
+def _program(tmp_path: Path, body: str, name: str = "prog.py") -> Path:
+    p = tmp_path / name
+    p.write_text(HEAD + body, encoding="utf-8")
+    return p
+
+
+def _run(tmp_path: Path, prog: Path, scenario: str = "followup-o1001-zh", variant: str = "default",
+         timeout: float = 3, **extra: Any) -> RunResult:
+    path = bundled_dir() / f"{scenario}.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == variant)
+    return run_variant(sc, v, source=path, out_dir=tmp_path / "runs",
+                       cli_set={"harness": f"cmd:python {prog}", "turn_timeout": timeout, **extra})
+
+
+def _all_ended(tmp_path: Path) -> bool:
+    pids = [int(x) for x in (tmp_path / "pids").read_text().split()]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _pidfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIDFILE", str(tmp_path / "pids"))
+
+
+def test_a_program_that_hangs_fails_the_run_within_its_timeout(tmp_path: Path) -> None:
+    prog = _program(tmp_path, "sys.stdin.readline()\nprint('thinking...', file=sys.stderr, "
+                    "flush=True)\ntime.sleep(600)\n")
+    started = time.monotonic()
+    r = _run(tmp_path, prog, timeout=2)
+    took = time.monotonic() - started
+    assert r.error is not None and "HarnessGone" in r.error
+    assert "no reply to step 1 (user) within 2 s (stopped)" in r.error
+    assert "thinking..." in r.error  # what it wrote
+    assert took < 2 + 20, took  # the timeout, plus starting the server and a loaded machine
+    assert _all_ended(tmp_path)
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    assert rec.of_type("run_error")[0]["error"] == r.error
+
+
+def test_a_program_that_exits_fails_the_run_with_its_code_and_stderr(tmp_path: Path) -> None:
+    prog = _program(tmp_path, "sys.stdin.readline()\nprint('no key', file=sys.stderr)\n"
+                    "sys.exit(3)\n")
+    r = _run(tmp_path, prog)
+    assert r.error is not None
+    assert "exited with code 3 before replying to step 1 (user)" in r.error and "no key" in r.error
+
+
+@pytest.mark.parametrize(("reply", "match"), [
+    ("hello, not json", "wrote a line that is not a JSON object in reply to step 1 (user): "
+                        "'hello, not json'"),
+    ("[1, 2]", "not a JSON object"),
+    ('{"type": "reply", "txt": "typo"}', "without a string 'text'"),
+])
+def test_a_program_that_writes_garbage_fails_the_run_with_what_it_wrote(
+        tmp_path: Path, reply: str, match: str) -> None:
+    prog = _program(tmp_path, f"sys.stdin.readline()\nprint({reply!r}, flush=True)\n"
+                    "time.sleep(600)\n")
+    r = _run(tmp_path, prog)
+    assert r.error is not None and match in r.error, r.error
+    assert _all_ended(tmp_path)
+
+
+def test_a_command_that_cannot_start_is_a_failed_run(tmp_path: Path) -> None:
+    path = bundled_dir() / "followup-o1001-zh.yaml"
+    sc = load_scenario(path)
+    r = run_variant(sc, sc.variants[0], source=path,
+                    cli_set={"harness": f"cmd:{tmp_path}/no-such-program"})
+    assert r.error is not None and "cannot start" in r.error
+
+
+ECHO = """log = open(os.environ["STDIN_LOG"], "a")
+for line in sys.stdin:
+    msg = json.loads(line)
+    log.write(line)
+    log.flush()
+    if msg["type"] == "preload":
+        print(json.dumps({"type": os.environ.get("PRELOAD", "ok")}), flush=True)
+    elif msg["type"] == "user":
+        print(json.dumps({"type": "reply", "text": "echo " + msg["text"]}), flush=True)
+    else:
+        print("{}", flush=True)
+"""
+
+
+def test_the_stdin_protocol_states_the_time_and_advances(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STDIN_LOG", str(tmp_path / "stdin.jsonl"))
+    r = _run(tmp_path, _program(tmp_path, ECHO), scenario="stale-logistics-zh")
+    assert r.error is None
+    lines = [json.loads(x) for x in (tmp_path / "stdin.jsonl").read_text().splitlines()]
+    kinds = [m["type"] for m in lines]
+    sc = load_scenario(bundled_dir() / "stale-logistics-zh.yaml")
+    users = [s.user for s in sc.steps if hasattr(s, "user")]
+    assert [m["text"] for m in lines if m["type"] == "user"] == users
+    assert "advance" in kinds
+    adv = lines[kinds.index("advance")]
+    after = lines[kinds.index("advance") + 1]
+    assert after["type"] == "user" and after["now"] == adv["now"] > lines[0]["now"]
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    assert [t["reply"] for t in rec.of_type("turn")] == [f"echo {u}" for u in users]
+
+
+@pytest.mark.parametrize("answer", ["ok", "unsupported"])
+def test_filler_goes_in_as_a_preload_or_as_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 answer: str) -> None:
+    monkeypatch.setenv("STDIN_LOG", str(tmp_path / "stdin.jsonl"))
+    monkeypatch.setenv("PRELOAD", answer)
+    r = _run(tmp_path, _program(tmp_path, ECHO), scenario="followup-after-filler-zh")
+    assert r.error is None
+    lines = [json.loads(x) for x in (tmp_path / "stdin.jsonl").read_text().splitlines()]
+    preload = next(m for m in lines if m["type"] == "preload")
+    fillers = [m for m in lines if m.get("filler")]
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    pairs = rec.of_type("filler")[0]["exchanges"]
+    assert len(preload["exchanges"]) == pairs > 0
+    if answer == "ok":
+        assert fillers == []
+    else:
+        assert [m["text"] for m in fillers] == [ex[0]["content"] for ex in preload["exchanges"]]
+
+
+LOGGING = """import runpy, json, os, sys
+from openai.resources.chat.completions import Completions
+real = Completions.create
+def create(self, **kw):
+    with open(os.environ["SENT_LOG"], "a") as f:
+        f.write(json.dumps(kw, ensure_ascii=False) + "\\n")
+    return real(self, **kw)
+Completions.create = create
+runpy.run_path(sys.argv[1], run_name="__main__")
+"""
+
+
+def test_the_plain_sdk_example_black_box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its records hold every request it sent, byte for byte; and its last-12-messages window
+    loses the order the follow-up refers to once the small talk has pushed it out."""
+    pytest.importorskip("openai")
+    from harnesslab.adapters.openai_wire import request_from_openai
+    from harnesslab.messages import dumps
+
+    monkeypatch.setenv("SENT_LOG", str(tmp_path / "sent.jsonl"))
+    wrapper = tmp_path / "logging_agent.py"
+    wrapper.write_text(LOGGING, encoding="utf-8")
+    example = ROOT / "examples" / "plain_openai_agent.py"
+    path = bundled_dir() / "followup-after-filler-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    spec = f"cmd:python {wrapper} {example}"
+    r = run_variant(sc, v, source=path, out_dir=tmp_path / "runs",
+                    cli_set={"harness": spec, "turn_timeout": 60})
+    assert r.error is None, r.error
+    assert r.settings["harness"] == harness_label(spec) == "cmd:plain_openai_agent.py"
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    sent = [json.loads(x) for x in (tmp_path / "sent.jsonl").read_text().splitlines()]
+    calls = [e for e in rec.events if e["type"] in ("model_call", "overflow", "protocol_error")]
+    assert len(sent) == len(calls) > 0
+    for body, call in zip(sent, calls, strict=True):
+        want = request_from_openai(body, session_id=sc.session.id)
+        assert rec.request(call["request"]) == want
+        assert call["request"]["sha256"] == hashlib.sha256(dumps(want).encode()).hexdigest()
+    failed = {c.id: c.detail for c in r.checks if not c.passed}
+    assert failed["s3.resolves"] == "resolved nothing; expected {'order': 'O-1001'}"
+    # The first question is in the record but not in the request that answered the follow-up.
+    last = rec.request([e for e in calls if e["step"] == 3][-1]["request"])
+    assert not any("O-1001" in m.plain_text() for m in last.messages)
+    assert len(last.messages) == 12
