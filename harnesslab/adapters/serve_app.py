@@ -171,10 +171,11 @@ def build_app(sessions: Sessions) -> Any:
                 return err(401, "this session has ended", **closed)
         return wrapped
 
-    def session_of(req: HttpRequest) -> WireSession:
+    async def session_of(req: HttpRequest) -> WireSession:
         auth = req.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        s = sessions.get(token) if token else None
+        # A new session builds its world: off the event loop, which serves the others.
+        s = await run_in_threadpool(sessions.get, token) if token else None
         if s is None or s.closed:
             raise Refused(err(401, "Incorrect API key provided: each session has its own token.",
                               **closed))
@@ -195,7 +196,7 @@ def build_app(sessions: Sessions) -> Any:
 
     @handler
     async def chat(req: HttpRequest) -> Any:
-        s = session_of(req)
+        s = await session_of(req)
         body = await body_of(req)
         try:
             request = request_from_openai(body, session_id=s.context.session.id)
@@ -225,12 +226,12 @@ def build_app(sessions: Sessions) -> Any:
 
     @handler
     async def tools(req: HttpRequest) -> JSONResponse:
-        s = session_of(req)
+        s = await session_of(req)
         return JSONResponse({"tools": [t.to_dict() for t in s.context.tools.schemas()]})
 
     @handler
     async def run_tool(req: HttpRequest) -> JSONResponse:
-        s = session_of(req)
+        s = await session_of(req)
         args = (await body_of(req)).get("arguments", {})
         raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         out = await run_in_threadpool(s.tool, req.path_params["name"], raw)
@@ -238,7 +239,7 @@ def build_app(sessions: Sessions) -> Any:
 
     @handler
     async def clock(req: HttpRequest) -> JSONResponse:
-        return JSONResponse({"now": session_of(req).context.clock.now().isoformat()})
+        return JSONResponse({"now": (await session_of(req)).context.clock.now().isoformat()})
 
     return Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),
