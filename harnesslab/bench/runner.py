@@ -286,8 +286,8 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                 for pair in exchanges(locale, seed, start=fillers):
                     now = harness.context_estimate()
                     if now is None:
-                        raise RuntimeError("filler fill_to needs the harness's own estimate "
-                                           "(Harness.context_estimate returned None)")
+                        raise RuntimeError("not applicable: filler fill_to needs the harness's "
+                                           "own estimate (Harness.context_estimate returned None)")
                     if before is not None and now <= before:
                         break  # the harness does not accumulate (a window): it never fills
                     adds = rule.finalize(sum(rule.message_units(m) for m in pair))

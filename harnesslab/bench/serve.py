@@ -46,7 +46,9 @@ class ScenarioServe:
         world = World(self.sc.world.with_tools(self.settings.tools))
         path = self.out_dir / f"session{n}.jsonl" if self.out_dir else None
         writer = open_record(self.sc, self.variant, self.seed, self.source, self.settings,
-                             world, path, wire_session=n)
+                             world, path, wire_session=n,
+                             # The harness is whatever client holds the key, not a setting.
+                             harness_name="serve client")
         ctx, _, _ = world_context(self.sc, self.settings, world, writer, self.seed)
         with self._lock:
             self.writers.append(writer)

@@ -63,6 +63,7 @@ def test_a_turn_through_the_sdk_is_answered_and_recorded(tmp_path: Path,
     assert last.system == "You are a support agent."
     assert last.messages[-1].content[0].output == msgs[-1]["content"]  # type: ignore[union-attr]
     assert calls[1]["true_input"] == answer.usage.prompt_tokens
+    assert rec.header["harness_name"] == "serve client" and rec.header["wire_session"] == 1
     tool = rec.of_type("tool_call")
     assert [(t["name"], t["acting_user"]) for t in tool] == [("track_order", "U-1")]
     assert main(["show", str(tmp_path / "session1.jsonl"), "--call", "2"]) == 0
