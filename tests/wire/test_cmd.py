@@ -206,3 +206,14 @@ def test_the_plain_sdk_example_black_box(tmp_path: Path, monkeypatch: pytest.Mon
     last = rec.request([e for e in calls if e["step"] == 3][-1]["request"])
     assert not any("O-1001" in m.plain_text() for m in last.messages)
     assert len(last.messages) == 12
+
+
+def test_a_black_box_run_records_the_same_bytes_twice(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    example = ROOT / "examples" / "plain_openai_agent.py"
+    a = _run(tmp_path / "a", example, timeout=60)
+    b = _run(tmp_path / "b", example, timeout=60)
+    assert a.error is None and b.error is None
+    assert a.record is not None and b.record is not None
+    assert a.record.read_bytes() == b.record.read_bytes()
+    assert len(Record.load(a.record).of_type("model_call")) >= 3
