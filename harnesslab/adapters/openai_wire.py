@@ -273,21 +273,35 @@ def completion(resp: Response, *, id: str, created: int, model: str) -> dict[str
             "usage": _usage(resp)}
 
 
+PIECE = 16  # characters per streamed delta: a client must join pieces, as with a real API
+
+
+def _pieces(text: str) -> Iterator[str]:
+    for i in range(0, len(text), PIECE):
+        yield text[i:i + PIECE]
+
+
 def stream_chunks(resp: Response, *, id: str, created: int, model: str,
                   include_usage: bool = False) -> Iterator[dict[str, Any]]:
-    """The ``chat.completion.chunk`` objects of a streamed answer: the role, the text, each
-    tool call whole in one delta, the finish reason, then (when asked) the usage alone."""
+    """The ``chat.completion.chunk`` objects of a streamed answer, laid out as OpenAI streams:
+    the role; the text in pieces of ``PIECE`` characters; each tool call opened by a delta with
+    its index, id and name, its arguments following in pieces; the finish reason; then (when
+    asked) the usage alone, with no choices. Joining the pieces gives exactly the
+    non-streaming answer."""
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
                 "choices": [{"index": 0, "delta": delta, "logprobs": None,
                              "finish_reason": finish}]}
 
     yield chunk({"role": "assistant", "content": ""})
-    if resp.text:
-        yield chunk({"content": resp.text})
-    calls = _calls(resp)
+    for piece in _pieces(resp.text):
+        yield chunk({"content": piece})
+    calls = resp.tool_calls
     for k, c in enumerate(calls):
-        yield chunk({"tool_calls": [{"index": k, **c}]})
+        yield chunk({"tool_calls": [{"index": k, "id": c.id, "type": "function",
+                                     "function": {"name": c.name, "arguments": ""}}]})
+        for piece in _pieces(c.input):
+            yield chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if calls else "stop")
     if include_usage:
         yield {"id": id, "object": "chat.completion.chunk", "created": created, "model": model,

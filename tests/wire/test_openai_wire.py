@@ -170,8 +170,15 @@ def test_completion_and_chunks() -> None:
         "{\"order_id\":\"O-1\"}"
     assert c["usage"] == {"prompt_tokens": 120, "completion_tokens": 7, "total_tokens": 127}
     chunks = list(stream_chunks(resp, id="x", created=5, model="m", include_usage=True))
-    text = "".join(ch["choices"][0]["delta"].get("content", "") for ch in chunks if ch["choices"])
+    deltas = [ch["choices"][0]["delta"] for ch in chunks if ch["choices"]]
+    text = "".join(d.get("content", "") for d in deltas)
     assert text == "先查一下"
+    # The arguments come in pieces after a delta naming the call, as OpenAI streams them.
+    parts = [tc for d in deltas for tc in d.get("tool_calls", [])]
+    assert parts[0] == {"index": 0, "id": "c9", "type": "function",
+                        "function": {"name": "track_order", "arguments": ""}}
+    assert len(parts) == 3 and "".join(p["function"]["arguments"] for p in parts) == \
+        "{\"order_id\":\"O-1\"}"
     assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] == 127
     plain = completion(Response((TextBlock("ok"),), 1, 1), id="x", created=5, model="m")

@@ -120,7 +120,10 @@ def test_streaming_gives_the_same_answer_as_one_piece(tmp_path: Path) -> None:
     assert text == whole.choices[0].message.content and finish == "stop"
     assert usage is not None and usage.prompt_tokens == whole.usage.prompt_tokens
     calls = [tc for d in deltas for tc in (d.tool_calls or [])]
-    assert [c.function.name for c in calls] == ["track_order"]
+    assert [c.function.name for c in calls if c.function.name] == ["track_order"]
+    joined = "".join(c.function.arguments or "" for c in calls)
+    assert json.loads(joined) == json.loads(msgs[2]["tool_calls"][0]["function"]["arguments"])
+    assert len(text) > 16 and len(deltas) > 4  # pieces, joined by the client
 
 
 def test_sessions_are_told_apart_by_key_and_a_missing_key_is_refused(tmp_path: Path) -> None:
