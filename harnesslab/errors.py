@@ -38,6 +38,12 @@ class InputError(HarnessLabError):
         return ": ".join([*parts, self.problem])
 
 
+class NotApplicable(HarnessLabError):
+    """A scenario needs something of the harness under test that it does not expose (its own
+    estimate, for a filler sized up to just below its trigger): the run is reported not
+    applicable, apart from the runs that failed."""
+
+
 class TokenizerUnavailable(HarnessLabError):
     """A tokenizer cannot be loaded: unknown name, missing optional package, or a vocab that
     is missing or fails its sha256 check. The message says what to do, in one line."""

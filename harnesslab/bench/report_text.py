@@ -80,7 +80,7 @@ def format_results(results: Sequence[RunResult], summary: dict[str, Any] | None 
         line = [row["scenario"], row["variant"], row["role"],
                 *(_setting(row, k) for k, _ in SETTINGS),
                 f"{row['checks_passed']}/{row['checks']}",
-                "as expected" if row["expected"] else "UNEXPECTED",
+                _outcome(row),
                 *(_rate(m, k, row["seeds"]) for k, _, _ in RATES),
                 "-" if signed is None else f"{signed:+.2f}",
                 *(_count(m, k, row["seeds"]) for k, _ in COSTS)]
@@ -94,6 +94,8 @@ def format_results(results: Sequence[RunResult], summary: dict[str, Any] | None 
     for row in summary["rows"]:
         for u in row["unexpected"]:
             lines.append(f"  ! {row['scenario']}/{row['variant']}: {u}")
+        for u in row.get("not_applicable", []):
+            lines.append(f"  - {row['scenario']}/{row['variant']}: {u}")
     notes = LEGEND
     if seeds > 1:
         notes += (f"; with {seeds} seeds: rates with 95% Wilson intervals, costs with bootstrap "
@@ -104,14 +106,22 @@ def format_results(results: Sequence[RunResult], summary: dict[str, Any] | None 
     return "\n".join(lines) + "\n"
 
 
+def _outcome(row: dict[str, Any]) -> str:
+    if row.get("not_applicable") and not row["checks"]:
+        return "n/a"
+    return "as expected" if row["expected"] else "UNEXPECTED"
+
+
 def headline(summary: dict[str, Any]) -> str:
     rows = summary["rows"]
+    na = [r for r in rows if _outcome(r) == "n/a"]
     unexpected = [r for r in rows if not r["expected"]]
-    controls = [r for r in rows if r["role"] == "control" and r["expected"]]
-    others = len(rows) - len(controls) - len(unexpected)
+    controls = [r for r in rows if r["role"] == "control" and r["expected"] and r not in na]
+    others = len(rows) - len(controls) - len(unexpected) - len(na)
     runs = summary["runs"]
+    tail = f"; {len(na)} not applicable to this harness" if na else ""
     if unexpected:
         return (f"{len(unexpected)} of {len(rows)} variants NOT as expected ({runs} runs); "
-                f"{others} passed, {len(controls)} controls failed as designed")
+                f"{others} passed, {len(controls)} controls failed as designed{tail}")
     return (f"all {len(rows)} variants as expected ({runs} runs): {others} passed every check, "
-            f"{len(controls)} controls failed as designed")
+            f"{len(controls)} controls failed as designed{tail}")

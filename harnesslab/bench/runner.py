@@ -30,7 +30,7 @@ from harnesslab.bench.scenario import (
     load_scenario,
 )
 from harnesslab.bench.settings import Settings, overridden, resolve_settings
-from harnesslab.errors import InputError
+from harnesslab.errors import InputError, NotApplicable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.registry import harness_label, load_harness
 from harnesslab.messages import DataBlock, Message, Request
@@ -65,6 +65,7 @@ class RunResult:
     control: bool = False                                    # the variant expects failures
     role: str = "baseline"                                   # baseline, control or fix
     rates: list[FailRate] = field(default_factory=list)      # checks failing in some seeds
+    not_applicable: bool = False  # the scenario needs what this harness does not expose
 
     @property
     def expected(self) -> bool:
@@ -80,7 +81,7 @@ class RunResult:
                 "expected": self.expected, "all_passed": self.all_passed, "error": self.error,
                 "unexpected": self.verdict.unexpected if self.verdict else [],
                 "settings": self.settings, "overridden": self.overridden, "control": self.control,
-                "role": self.role,
+                "role": self.role, "not_applicable": self.not_applicable,
                 "checks": [c.to_dict() for c in self.checks], "metrics": self.metrics}
 
 
@@ -171,6 +172,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                      "unexpected": result.verdict.unexpected, "metrics": result.metrics})
     except Exception as e:
         result.error = f"{type(e).__name__}: {e}"
+        result.not_applicable = isinstance(e, NotApplicable)
         writer.emit({"type": "run_error", "error": result.error,
                      "traceback": traceback.format_exc(limit=8)})
     finally:
@@ -286,8 +288,8 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                 for pair in exchanges(locale, seed, start=fillers):
                     now = harness.context_estimate()
                     if now is None:
-                        raise RuntimeError("not applicable: filler fill_to needs the harness's "
-                                           "own estimate (Harness.context_estimate returned None)")
+                        raise NotApplicable("filler fill_to needs the harness's own estimate "
+                                            "(Harness.context_estimate returned None)")
                     if before is not None and now <= before:
                         break  # the harness does not accumulate (a window): it never fills
                     adds = rule.finalize(sum(rule.message_units(m) for m in pair))

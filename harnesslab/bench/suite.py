@@ -36,12 +36,15 @@ def summarize(results: Sequence[RunResult]) -> dict[str, Any]:
         n = len(runs)
         passed = sum(r.all_passed for r in runs)
         across = rate_unexpected(runs)
+        # A run the scenario does not apply to is neither a pass nor a surprise.
+        applicable = [r for r in runs if not r.not_applicable]
         rows.append({
             "scenario": scenario, "variant": variant, "locale": runs[0].locale, "seeds": n,
             "role": runs[0].role, "settings": runs[0].settings,
             "overridden": runs[0].overridden,
-            "expected": all(r.expected for r in runs) and not across,
-            "unexpected": sorted({u for r in runs for u in (r.verdict.unexpected if r.verdict
+            "expected": all(r.expected for r in applicable) and not across,
+            "not_applicable": sorted({r.error or "" for r in runs if r.not_applicable}),
+            "unexpected": sorted({u for r in applicable for u in (r.verdict.unexpected if r.verdict
                                                              else [r.error or "run failed"])}
                                  | set(across)),
             "checks_passed": sum(sum(c.passed for c in r.checks) for r in runs),

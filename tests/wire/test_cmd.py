@@ -217,3 +217,25 @@ def test_a_black_box_run_records_the_same_bytes_twice(tmp_path: Path) -> None:
     assert a.record is not None and b.record is not None
     assert a.record.read_bytes() == b.record.read_bytes()
     assert len(Record.load(a.record).of_type("model_call")) >= 3
+
+
+def test_a_scenario_needing_the_harness_estimate_is_not_applicable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harnesslab.bench.report_text import format_results
+    from harnesslab.bench.suite import summarize
+
+    monkeypatch.setenv("STDIN_LOG", str(tmp_path / "stdin.jsonl"))
+    echo = _program(tmp_path, ECHO)
+    na = _run(tmp_path, echo, scenario="reserve-below-head-zh")  # its filler is fill_to
+    ok = _run(tmp_path, echo, scenario="followup-o1001-zh")
+    assert na.not_applicable and not ok.not_applicable
+    assert na.error == ("NotApplicable: filler fill_to needs the harness's own estimate "
+                        "(Harness.context_estimate returned None)")
+    rows = {r["scenario"]: r for r in summarize([na, ok])["rows"]}
+    assert rows["reserve-below-head-zh"]["expected"] and \
+        rows["reserve-below-head-zh"]["not_applicable"] == [na.error]
+    assert not rows["followup-o1001-zh"]["expected"]  # an echo answers nothing right
+    text = format_results([na, ok])
+    assert "  - reserve-below-head-zh/default: NotApplicable: filler fill_to" in text
+    assert " n/a " in text.splitlines()[1] + " "
+    assert text.rstrip().endswith("1 not applicable to this harness")

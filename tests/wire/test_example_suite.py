@@ -47,5 +47,6 @@ def test_plain_example_through_the_bundled_suite(tmp_path: Path, monkeypatch: py
     assert any("fresh_fact failed: stale" in u for u in stale)
     # No run hung or crashed, except where the scenario needs the harness's own estimate.
     errors = {k: r["errors"] for k, r in rows.items() if r["errors"]}
-    why = "not applicable: filler fill_to needs the harness's own estimate"
+    assert errors and all(rows[k]["not_applicable"] for k in errors)
+    why = "NotApplicable: filler fill_to needs the harness's own estimate"
     assert all(why in e for es in errors.values() for e in es), errors
