@@ -72,14 +72,17 @@ def _sha(body: dict[str, Any]) -> str:
 
 def _check(tmp_path: Path, n: int) -> None:
     with serving(tmp_path / "load") as (url, serve):
+        cpu = time.process_time()
         results, lat, wall = asyncio.run(asyncio.wait_for(_load(url, n), 600))
+        cpu = time.process_time() - cpu
         sessions = len(serve.writers)
     assert sessions == n
     lat.sort()
     p95 = lat[max(0, round(0.95 * len(lat)) - 1)]
     print(f"\nload: {n} sessions x {TURNS} chat requests = {len(lat)} requests in {wall:.2f} s "
           f"wall: {len(lat) / wall:.1f} requests/s, p50 {lat[len(lat) // 2] * 1000:.0f} ms, "
-          f"p95 {p95 * 1000:.0f} ms")
+          f"p95 {p95 * 1000:.0f} ms; CPU {cpu / len(lat) * 1000:.1f} ms per request (server "
+          "and clients in this one process; wall figures depend on the machine's load)")
     # Each key's record holds exactly its own requests, in the order it sent them ...
     records = [Record.load(p) for p in sorted((tmp_path / "load").glob("session*.jsonl"))]
     by_marker: dict[str, Record] = {}
