@@ -131,8 +131,9 @@ class CmdHarness(HarnessBase):
         self._lines: queue.Queue[Any] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)
         assert self._proc.stdout is not None and self._proc.stderr is not None
-        threading.Thread(target=self._pump, args=(self._proc.stdout, self._lines.put),
-                         daemon=True).start()
+        self._out_reader = threading.Thread(target=self._pump, daemon=True,
+                                            args=(self._proc.stdout, self._lines.put))
+        self._out_reader.start()
         self._err_reader = threading.Thread(target=self._pump, daemon=True,
                                             args=(self._proc.stderr, self._stderr.append))
         self._err_reader.start()
@@ -152,9 +153,16 @@ class CmdHarness(HarnessBase):
         self._finalizer()
 
     def _fail(self, why: str) -> HarnessGone:
-        self._finalizer()  # stop it first: a stopped program's stderr is complete
+        self._finalizer()  # stop it first: a stopped program's output is complete
         self._err_reader.join(2)
+        self._out_reader.join(2)
         self._gone = f"{self.label}: {why}"
+        rest = []  # what it wrote on stdout after the last line read (a partial line, too)
+        while not self._lines.empty():
+            rest.append(self._lines.get_nowait())
+        out = _tail(collections.deque(rest))
+        if out:
+            self._gone += f"; then on stdout: {out!r}"
         err = _tail(self._stderr)
         if err:
             self._gone += f"; its stderr ends: {err!r}"

@@ -79,6 +79,14 @@ def test_a_program_that_hangs_fails_the_run_within_its_timeout(tmp_path: Path) -
     assert rec.of_type("run_error")[0]["error"] == r.error
 
 
+def test_a_program_that_hangs_mid_line_fails_with_the_partial_line(tmp_path: Path) -> None:
+    prog = _program(tmp_path, "sys.stdin.readline()\nsys.stdout.write('{\"type\": \"rep')\n"
+                    "sys.stdout.flush()\ntime.sleep(600)\n")
+    r = _run(tmp_path, prog, timeout=2)
+    assert r.error is not None and "within 2 s (stopped)" in r.error
+    assert "then on stdout: '{\"type\": \"rep'" in r.error, r.error
+
+
 def test_a_program_that_exits_fails_the_run_with_its_code_and_stderr(tmp_path: Path) -> None:
     prog = _program(tmp_path, "sys.stdin.readline()\nprint('no key', file=sys.stderr)\n"
                     "sys.exit(3)\n")
