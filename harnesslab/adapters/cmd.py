@@ -114,6 +114,8 @@ class CmdHarness(HarnessBase):
         self.label = label(command)
         self.timeout = config.turn_timeout
         server, self._sessions = shared_server()
+        # A credential, never recorded: other sessions on this server must not guess it, and
+        # nothing a run measures depends on it.
         self._token = secrets.token_urlsafe(18)
         self._sessions.add(self._token, WireSession(context))
         base = server.url.removesuffix("/v1")
