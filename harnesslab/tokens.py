@@ -409,7 +409,7 @@ def make_rule(name: str, cache: TokenCache | None = None) -> CountRule:
         f"unknown estimator {name!r}; expected one of: {', '.join(ESTIMATOR_NAMES)}")
 
 
-def _common_prefix(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
+def common_prefix(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
     """Length of the longest common prefix, by C-level tuple comparison (identity first)."""
     k = min(len(a), len(b))
     if a[:k] == b[:k]:
@@ -458,7 +458,7 @@ class RequestCounter:
         if isinstance(messages, History) and messages.base is self._seq:
             n = messages.shared  # derived from the last sequence counted: no comparison needed
         else:
-            n = _common_prefix(self._seq, messages)
+            n = common_prefix(self._seq, messages)
         del self._cum[n + 1:]
         cum = self._cum
         for m in messages[n:]:

@@ -173,10 +173,18 @@ def _key_of(tool: str, fields: Mapping[str, str], args: Mapping[str, Any], text:
     return m.group(0) if m else None
 
 
-def result_fact(result: ToolResultBlock, args: Mapping[str, Any], position: int) -> Fact:
-    """A tool result as a fact; ``args`` are its call's arguments (empty when not visible)."""
+def result_reading(result: ToolResultBlock) -> tuple[str, dict[str, str]]:
+    """A tool result's text and its fields: what does not depend on the call it answers (the
+    part a reader can keep while the result is in the context)."""
     text = "\n".join(block_texts(result))
-    fields = _result_fields(text)
+    return text, _result_fields(text)
+
+
+def result_fact(result: ToolResultBlock, args: Mapping[str, Any], position: int,
+                reading: tuple[str, Mapping[str, str]] | None = None) -> Fact:
+    """A tool result as a fact; ``args`` are its call's arguments (empty when not visible);
+    ``reading`` its ``result_reading`` when already done."""
+    text, fields = reading or result_reading(result)
     tool = fields.get("tool") or result.name
     return Fact(tool, _key_of(tool, fields, args, text), _asked(tool, args),
                 parse_time(fields.get("as_of", "")), fields,

@@ -24,6 +24,7 @@ from typing import Any
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
 from harnesslab.sim.intents import ACT_NEEDS, REF, Act, Constraint, Intent, Slot
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
+from harnesslab.sim.segments import Reader
 from harnesslab.sim.summarizer import SummarizerProfile, content_of, draw, summarize, summary_form
 
 __all__ = ["BRIEF_MAX_CHARS", "LONG_MIN_CHARS", "FakeModel", "ModelReply", "SummarizerProfile",
@@ -264,12 +265,16 @@ class FakeModel:
         self._extractor = extractor or SummarizerProfile()
         self._max_ages: dict[str, timedelta | None] = dict(max_ages or {})
         self._phrases = phrase_patterns({c: tuple(ws) for c, ws in (phrases or {}).items()})
+        # Each message is read once while it stays in the requests (a cache, not a memory:
+        # what it holds is a function of the message alone).
+        self._reader = Reader(self._lexicon, self._phrases)
 
     def reply(self, request: Request) -> ModelReply:
-        view = View(request, self._lexicon, self._phrases)
+        self._reader.next_call()
+        view = View(request, self._lexicon, self._phrases, self._reader)
         form = summary_form(request, self._lexicon)
         if form is not None:
-            content = View(content_of(request), self._lexicon, self._phrases)
+            content = View(content_of(request), self._lexicon, self._phrases, self._reader)
             blocks, notes = summarize(request, form, view, content, seed=self._seed,
                                       profile=self._extractor if form == "pin"
                                       else self._summarizer)

@@ -16,7 +16,6 @@ phrases); a ``View`` lives for one call only.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +23,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
 
-from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
+from harnesslab.messages import Request, TextBlock
 from harnesslab.sim.facts import FACT_KEYS, Fact, item_name, result_fact, tag_fact
 from harnesslab.sim.intents import (
     CONFLICTS,
@@ -44,8 +43,9 @@ from harnesslab.sim.intents import (
     is_reference,
     parse_time,
 )
+from harnesslab.sim.segments import Reader, Segment
 
-__all__ = ["FACT_KEYS", "SUMMARY", "SYSTEM", "Fact", "Lang", "Piece", "Utterance", "View",
+__all__ = ["FACT_KEYS", "SUMMARY", "SYSTEM", "Fact", "Lang", "Utterance", "View",
            "current_index", "has_cjk", "item_name", "note", "phrase_patterns", "serialize",
            "without_message"]
 
@@ -76,47 +76,9 @@ def phrase_patterns(extra: Mapping[Constraint, Sequence[str]]) -> dict[Constrain
     return out
 
 
-@dataclass(frozen=True)
-class Piece:
-    """One serialised string: where it starts and which message (or SYSTEM/SUMMARY) holds it."""
-
-    start: int
-    text: str
-    message: int
-    block: Block | None
-    block_index: int = -1
-
-
-def _block_pieces(block: Block) -> Iterator[str]:
-    if isinstance(block, ToolCallBlock):
-        yield f"{block.name}({block.input})"
-    else:
-        yield from block_texts(block)
-
-
-def _pieces(request: Request) -> tuple[list[Piece], list[int], str]:
-    pieces: list[Piece] = []
-    starts: list[int] = []
-    pos = 0
-
-    def add(text: str, message: int, block: Block | None, block_index: int = -1) -> None:
-        nonlocal pos
-        pieces.append(Piece(pos, text, message, block, block_index))
-        pos += len(text) + 1  # the joining "\n"
-
-    add(request.system, SYSTEM, None)
-    add(request.summary, SUMMARY, None)
-    for i, m in enumerate(request.messages):
-        starts.append(pos)
-        for j, b in enumerate(m.content):
-            for t in _block_pieces(b):
-                add(t, i, b, j)
-    return pieces, starts, "\n".join(p.text for p in pieces)
-
-
 def serialize(request: Request) -> str:
     """The serialised request whose character offsets are the positions (module docstring)."""
-    return _pieces(request)[2]
+    return View(request, {}, {}).text
 
 
 def current_index(request: Request) -> int | None:
@@ -149,21 +111,47 @@ class View:
     """Everything recognisable in one request. Built per call and thrown away."""
 
     def __init__(self, request: Request, lexicon: Mapping[str, Intent],
-                 phrases: Mapping[Constraint, re.Pattern[str]]) -> None:
+                 phrases: Mapping[Constraint, re.Pattern[str]], reader: Reader | None = None) -> None:
+        """``reader`` (the fake model's, reading with the same lexicon and phrases) keeps the
+        reading of each message across calls; without one, everything is read afresh."""
         self.request = request
         self.lexicon = lexicon
         self.phrases = phrases  # from phrase_patterns
-        self.pieces, self.starts, self.text = _pieces(request)
+        self._reader = reader or Reader(lexicon, phrases)
+        self._layout = self._reader.layout(request.messages)
+        # System and summary are always present, so the messages start after both "\n"s.
+        self._heads = (reader_head := self._reader.head)(request.system), reader_head(request.summary)
+        self._base = base = len(request.system) + len(request.summary) + 2
+        self.starts = [base + s for s in self._layout.starts]
+        self._end = base + self._layout.end
+
+    @cached_property
+    def text(self) -> str:
+        return "\n".join([self.request.system, self.request.summary,
+                          *[s.text for s in self._layout.segs if s.pieces]])
+
+    def _placed(self) -> Iterator[tuple[int, Segment]]:
+        """Every segment that shows something, with its offset in the text (the others can
+        hold no match)."""
+        yield 0, self._heads[0]
+        yield len(self.request.system) + 1, self._heads[1]
+        segs, starts, base = self._layout.segs, self._layout.starts, self._base
+        for i in self._layout.marked:
+            yield base + starts[i], segs[i]
 
     def message_end(self, index: int) -> int:
-        return self.starts[index + 1] if index + 1 < len(self.starts) else len(self.text) + 1
+        return self.starts[index + 1] if index + 1 < len(self.starts) else self._end
 
     # --- ids --------------------------------------------------------------------------------
 
     @cached_property
     def ids(self) -> dict[Slot, list[tuple[int, str]]]:
-        return {s: [(m.start(), m.group(0)) for m in p.finditer(self.text)]
-                for s, p in ID_PATTERNS.items()}
+        out: dict[Slot, list[tuple[int, str]]] = {s: [] for s in ID_PATTERNS}
+        for off, seg in self._placed():
+            for s, found in seg.ids.items():
+                if found:
+                    out[s].extend((off + p, i) for p, i in found)
+        return out
 
     def latest_id(self, slot: Slot, before: int | None = None) -> str | None:
         found = [i for pos, i in self.ids[slot] if before is None or pos < before]
@@ -204,17 +192,19 @@ class View:
     @cached_property
     def utterances(self) -> list[Utterance]:
         out = []
-        for i, m in enumerate(self.request.messages):
-            if m.role == "user":
-                text = m.plain_text()
-                intent = self.lexicon.get(text)
-                if intent is not None:
-                    out.append(Utterance(i, self.starts[i], self.message_end(i), text, intent))
+        for i in self._layout.marked:
+            seg = self._layout.segs[i]
+            if seg.utterance is not None:
+                text, intent = seg.utterance
+                out.append(Utterance(i, self.starts[i], self.message_end(i), text, intent))
         return out
 
     @cached_property
     def tags(self) -> list[tuple[int, str, str]]:
-        return [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(self.text)]
+        if any(seg.open_tag for _, seg in self._placed()):  # a tag may span two segments
+            return [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(self.text)]
+        return [(off + p, kind, body) for off, seg in self._placed() if seg.tags
+                for p, kind, body in seg.tags]
 
     @cached_property
     def constraint_positions(self) -> dict[Constraint, int]:
@@ -224,9 +214,14 @@ class View:
         def see(c: Constraint, pos: int) -> None:
             found[c] = max(pos, found.get(c, -1))
 
-        for c, pat in self.phrases.items():
-            for m in pat.finditer(self.text):
-                see(c, m.start())
+        if self._reader.exact:
+            for off, seg in self._placed():
+                for c, p in seg.phrases.items():
+                    see(c, off + p)
+        else:
+            for c, pat in self.phrases.items():
+                for m in pat.finditer(self.text):
+                    see(c, m.start())
         for u in self.utterances:
             for c in u.intent.constraints:
                 see(c, u.start)
@@ -289,28 +284,22 @@ class View:
 
     @cached_property
     def now(self) -> datetime | None:
-        times = [t for m in CURRENT_TIME_RE.finditer(self.text) if (t := parse_time(m.group(1)))]
+        if any(seg.open_time for _, seg in self._placed()):  # a time stamp may span two segments
+            times = [t for m in CURRENT_TIME_RE.finditer(self.text)
+                     if (t := parse_time(m.group(1)))]
+            return times[-1] if times else None
+        times = [seg.times[-1][1] for _, seg in self._placed() if seg.times]
         return times[-1] if times else None
 
     @cached_property
     def facts(self) -> list[Fact]:
         calls: dict[str, Mapping[str, Any]] = {}
-        for m in self.request.messages:
-            for b in m.content:
-                if isinstance(b, ToolCallBlock):
-                    try:
-                        args = json.loads(b.input)
-                    except json.JSONDecodeError:
-                        args = None
-                    calls[b.id] = args if isinstance(args, dict) else {}
-        out: list[Fact] = []
-        seen: set[tuple[int, int]] = set()
-        for p in self.pieces:
-            r = p.block
-            if not isinstance(r, ToolResultBlock) or (p.message, p.block_index) in seen:
-                continue
-            seen.add((p.message, p.block_index))  # a multi-part result is one fact, at its start
-            out.append(result_fact(r, calls.get(r.id, {}), p.start))
+        for _, seg in self._placed():
+            calls.update(seg.calls)
+        # A multi-part result is one fact, at its first piece.
+        out: list[Fact] = [result_fact(r.block, calls.get(r.block.id, {}), off + r.start,
+                                       (r.text, r.fields))
+                           for off, seg in self._placed() for r in seg.results]
         for pos, kind, body in self.tags:
             if kind == "fact" and body.strip():
                 out.append(tag_fact(body, pos))

@@ -1,0 +1,128 @@
+"""The fake model reads message by message (``harnesslab.sim.segments``) and keeps each
+message's reading while it stays in the requests: what it finds must be exactly what a search
+of the whole serialised request finds, whatever the harness did to the sequence in between."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harnesslab.messages import Message, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
+from harnesslab.sim.intents import CURRENT_TIME_RE, ID_PATTERNS, TAG_RE, Constraint, parse_time
+from harnesslab.sim.reading import View, phrase_patterns
+from harnesslab.sim.segments import Reader
+
+PHRASES = phrase_patterns({Constraint.BREVITY: ("keep it short",)})
+# Pieces chosen to put every pattern at a piece's or a message's edge, and to open a tag or a
+# time stamp in one message and close it in the next.
+BITS = ["O-1001", "U-2", "xO-1002", "O-10033", "[constraint:brevity]", "[claim:identity=U-2",
+        "]", "[fact:track_order as_of=2026-11-28T10:00:00+08:00 status=x]", "<current-time>",
+        "2026-11-28 10:00:00 CST+0800", "</current-time>", "Keep it SHORT", "简单一点", " ", "\n",
+        "{\"order_id\": \"O-1001\"}", "以后回答都简单一点。"]
+
+
+def _pieces(block: object) -> Iterator[str]:
+    if isinstance(block, ToolCallBlock):
+        yield f"{block.name}({block.input})"
+    else:
+        yield from block_texts(block)  # type: ignore[arg-type]
+
+
+def whole_text(r: Request) -> str:
+    """The serialisation as reading.py documents it, built independently."""
+    return "\n".join([r.system, r.summary,
+                      *[t for m in r.messages for b in m.content for t in _pieces(b)]])
+
+
+def assert_reads_as_whole(view: View) -> None:
+    text = whole_text(view.request)
+    assert view.text == text
+    assert view.ids == {s: [(m.start(), m.group(0)) for m in p.finditer(text)]
+                        for s, p in ID_PATTERNS.items()}
+    assert view.tags == [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text)]
+    times = [t for m in CURRENT_TIME_RE.finditer(text) if (t := parse_time(m.group(1)))]
+    assert view.now == (times[-1] if times else None)
+    assert not view.utterances  # an empty lexicon: constraints come from phrases and tags
+    found: dict[Constraint, int] = {}
+    for c, p in view.phrases.items():
+        for m in p.finditer(text):
+            found[c] = m.start()
+    for m in TAG_RE.finditer(text):
+        if m.group(1) == "constraint" and m.group(2) in {c.value for c in Constraint}:
+            found[Constraint(m.group(2))] = max(m.start(), found.get(Constraint(m.group(2)), -1))
+    assert view.constraint_positions == found
+
+
+def message(draw: st.DrawFn, n: int) -> Message:
+    blocks = []
+    for k in range(draw(st.integers(1, 3))):
+        text = "".join(draw(st.lists(st.sampled_from(BITS), max_size=4)))
+        kind = draw(st.sampled_from(["text", "call", "result"]))
+        if kind == "call":
+            blocks.append(ToolCallBlock(f"c{n}-{k}", "track_order", text))
+        elif kind == "result":
+            blocks.append(ToolResultBlock(f"c{n}-{k}", "track_order", text))
+        else:
+            blocks.append(TextBlock(text))
+    return Message(draw(st.sampled_from(["user", "assistant"])), tuple(blocks), id=f"m{n}")
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[Request]:
+    """Requests as a harness sends them: appended to, edited, cut, summarised."""
+    msgs = [message(draw, 0)]
+    out = []
+    for n in range(1, draw(st.integers(1, 6)) + 1):
+        op = draw(st.sampled_from(["append", "replace", "cut", "same"]))
+        if op == "append":
+            msgs = [*msgs, message(draw, n)]
+        elif op == "replace":
+            msgs[draw(st.integers(0, len(msgs) - 1))] = message(draw, n)
+        elif op == "cut":
+            msgs = msgs[draw(st.integers(0, len(msgs) - 1)):]
+        summary = "".join(draw(st.lists(st.sampled_from(BITS), max_size=3)))
+        out.append(Request(system="sys O-1009", summary=summary, messages=tuple(msgs)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations())
+def test_a_reader_across_calls_finds_what_the_whole_text_shows(requests: list[Request]) -> None:
+    reader = Reader({}, PHRASES)
+    for r in requests:
+        reader.next_call()
+        kept = View(r, {}, PHRASES, reader)
+        fresh = View(r, {}, PHRASES)
+        assert_reads_as_whole(kept)
+        for name in ("text", "starts", "ids", "tags", "now", "constraint_positions",
+                     "utterances", "facts", "claims"):
+            assert getattr(kept, name) == getattr(fresh, name), name
+
+
+def test_a_tag_left_open_in_one_message_closes_in_the_next() -> None:
+    r = Request(system="", messages=(Message.text("user", "a [claim:identity=U-2"),
+                                     Message.text("assistant", "unverified] b")))
+    view = View(r, {}, PHRASES)
+    assert view.tags == [(4, "claim", "identity=U-2\nunverified")]  # after "\n\na "
+    assert_reads_as_whole(view)
+
+
+def test_a_phrase_with_a_line_feed_is_searched_in_the_whole_text() -> None:
+    phrases = phrase_patterns({Constraint.BREVITY: ("short\nplease",)})
+    r = Request(system="", messages=(Message.text("user", "short"), Message.text("user", "please")))
+    assert View(r, {}, phrases).constraints == frozenset({Constraint.BREVITY})
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_kept_messages_are_found_again_after_a_cut(cut: int) -> None:
+    msgs = tuple(Message.text("user", f"O-100{i}") for i in range(3))
+    reader = Reader({}, PHRASES)
+    before = View(Request(system="", messages=msgs), {}, PHRASES, reader)._layout
+    after = View(Request(system="", summary="O-1009", messages=msgs[cut:]), {}, PHRASES, reader)
+    assert_reads_as_whole(after)
+    # The reading was kept, not redone, and the earlier layout was left as it was.
+    assert after._layout.segs[0] is before.segs[cut]
+    assert before.messages == msgs and len(before.segs) == 3
