@@ -2,9 +2,10 @@
 
 from harnesslab.bench.checks import CheckOutcome, Verdict
 from harnesslab.bench.metrics import pass_hat_k, run_metrics, wilson
-from harnesslab.bench.record import Record, RecordWriter
+from harnesslab.bench.record import Record
 from harnesslab.bench.runner import RunResult, run_scenario_file, run_variant
 from harnesslab.bench.scenario import Scenario, Variant, load_scenario
+from harnesslab.bench.writer import RecordWriter
 from harnesslab.errors import (
     ContextOverflowError,
     HarnessLabError,

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from harnesslab.bench.kinds import script_kind
 from harnesslab.errors import InputError
@@ -24,10 +24,7 @@ from harnesslab.messages import (
     Request,
     ToolSchema,
     block_texts,
-    block_to_dict,
     message_from_dict,
-    message_images,
-    message_to_dict,
 )
 from harnesslab.sim.intents import ID_PATTERNS
 
@@ -63,119 +60,33 @@ class Declared:
     claims: dict[str, list[str]] = field(default_factory=dict)       # "identity=U-2" -> texts
 
     def present(self, text: str) -> dict[str, list[str]]:
+        return self.listed(self.found(text))
+
+    def found(self, text: str) -> frozenset[tuple[str, str]]:
+        """The declared facts ``text`` shows, as (field, name) pairs. When ``splittable``, the
+        facts of texts joined by ``"\n"`` are the union of each one's."""
         low = text.lower()
-        # Ids as the fake model reads them (anchored: PO-7731 shows no O-7731).
-        found = {m.group(0) for p in ID_PATTERNS.values() for m in p.finditer(text)}
-        return {
-            "ids": [i for i in self.ids if i in found],
-            "constraints": [c for c, ps in self.constraints.items()
-                            if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)],
-            "claims": [c for c, ts in self.claims.items()
-                       if f"[claim:{c}" in text or any(t in text for t in ts)],
-        }
+        # Ids as the fake model reads them (anchored: PO-7731 shows no O-7731; the anchors see
+        # a line feed as they see a text's edge).
+        ids = {m.group(0) for p in ID_PATTERNS.values() for m in p.finditer(text)}
+        return frozenset(
+            [("ids", i) for i in self.ids if i in ids]
+            + [("constraints", c) for c, ps in self.constraints.items()
+               if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)]
+            + [("claims", c) for c, ts in self.claims.items()
+               if f"[claim:{c}" in text or any(t in text for t in ts)])
 
+    def listed(self, found: frozenset[tuple[str, str]]) -> dict[str, list[str]]:
+        """``found`` as the record lists it: per field, in the declared order."""
+        return {"ids": [i for i in self.ids if ("ids", i) in found],
+                "constraints": [c for c in self.constraints if ("constraints", c) in found],
+                "claims": [c for c in self.claims if ("claims", c) in found]}
 
-class RecordWriter:
-    """An event sink that writes the record as it goes and keeps it in memory."""
-
-    def __init__(self, header: dict[str, Any], declared: Declared,
-                 path: Path | None = None) -> None:
-        self.declared = declared
-        self.step = 0
-        self.record = Record({"type": "header", "version": RECORD_VERSION, **header}, [], {})
-        self._file: IO[str] | None = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("w", encoding="utf-8")
-            self._file.write(_dumps(self.record.header) + "\n")
-        self._msg: dict[int, tuple[Message, str, str, str]] = {}  # id -> (msg, hash, json, text)
-        self._str: dict[str, str] = {}                            # text -> hash
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    def flush(self) -> None:
-        """Push what is written to the file (a live record, e.g. a serve session's)."""
-        if self._file is not None:
-            self._file.flush()
-
-    def _write(self, line: dict[str, Any]) -> None:
-        if self._file is not None:
-            self._file.write(_dumps(line) + "\n")
-
-    def _blob(self, kind: str, h: str, data: Any) -> None:
-        self.record.blobs[h] = data
-        self._write({"type": "blob", "kind": kind, "hash": h, "data": data})
-
-    def _message(self, m: Message) -> tuple[str, str, str]:
-        hit = self._msg.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1], hit[2], hit[3]
-        d = message_to_dict(m)
-        js = _dumps(d)
-        h = "m" + _h(js)
-        if h not in self.record.blobs:
-            self._blob("message", h, d)
-        text = message_text(m)
-        self._msg[id(m)] = (m, h, js, text)
-        return h, js, text
-
-    def _text(self, kind: str, s: str) -> str:
-        h = self._str.get(s)
-        if h is None:
-            h = self._str[s] = kind[0] + _h(s)
-            if h not in self.record.blobs:
-                self._blob(kind, h, s)
-        return h
-
-    def _tools(self, tools: tuple[ToolSchema, ...]) -> str:
-        joined = "\x00".join(t.json for t in tools)
-        h = self._str.get(joined)
-        if h is None:
-            h = self._str[joined] = "t" + _h(joined)
-            if h not in self.record.blobs:
-                # The exact schema texts: key order is part of what the model and the
-                # tokenizer see, and the record's own JSON would sort it.
-                self._blob("tools", h, [[t.name, t.json] for t in tools])
-        return h
-
-    def request_ref(self, r: Request) -> tuple[dict[str, Any], str]:
-        """The stored form of a request, and the serialised text its facts are found in."""
-        parts = [self._message(m) for m in r.messages]
-        tools = [t.to_dict() for t in r.tools]
-        # The canonical JSON of harnesslab.messages.dumps, built from the cached parts.
-        canonical = ('{"messages":[' + ",".join(p[1] for p in parts) + '],"meta":'
-                     + _dumps([list(kv) for kv in r.meta]) + ',"output_budget":'
-                     + _dumps(r.output_budget) + ',"session_id":' + _dumps(r.session_id)
-                     + ',"summary":' + _dumps(r.summary) + ',"system":' + _dumps(r.system)
-                     + ',"tools":' + _dumps(tools) + "}")
-        sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        ref = {"system": self._text("system", r.system), "summary": self._text("summary", r.summary),
-               "messages": [p[0] for p in parts], "tools": self._tools(r.tools),
-               "output_budget": r.output_budget, "session_id": r.session_id,
-               "meta": [list(kv) for kv in r.meta], "sha256": sha}
-        text = serialized_text(r.system, r.summary, (p[2] for p in parts))
-        # The record asks for this text again (leaks, containment): it is already built.
-        self.record._texts[sha] = text
-        return ref, text
-
-    def emit(self, event: dict[str, Any]) -> None:
-        e = dict(event)
-        e.setdefault("step", self.step)
-        req = e.get("request")
-        if isinstance(req, Request):
-            ref, text = self.request_ref(req)
-            e["request"] = ref
-            if e["type"] in CALL_EVENTS:
-                e["present"] = self.declared.present(text)
-                e["kind"] = content_kind(text)
-                e["images"] = sum(1 for m in req.messages for _ in message_images(m))
-        if "reply" in e and isinstance(e["reply"], tuple):
-            e["reply"] = [block_to_dict(b) for b in e["reply"]]
-        self.record.events.append(e)
-        self._write(e)
+    @property
+    def splittable(self) -> bool:
+        """No phrase or claim text holds a line feed (so none spans two joined texts)."""
+        return not any("\n" in t for ts in (*self.constraints.values(), *self.claims.values())
+                       for t in ts) and not any("\n" in c for c in (*self.constraints, *self.claims))
 
 
 def content_kind(text: str) -> str:
@@ -192,6 +103,7 @@ class Record:
     blobs: dict[str, Any]
     _messages: dict[str, Message] = field(default_factory=dict)
     _texts: dict[str, str] = field(default_factory=dict)
+    _shows: dict[tuple[str, ...], dict[str, frozenset[str]]] = field(default_factory=dict)
     _by_step: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     _indexed: int = 0  # how many events _by_step covers (the writer keeps appending)
 
@@ -207,14 +119,35 @@ class Record:
         return [e for e in self._by_step.get(step, []) if e["type"] in kinds]
 
     def request_text(self, ref: Mapping[str, Any]) -> str:
-        """The counted texts of a stored request (system, summary, every block), built once
-        per request: leak, presence and containment questions all read it."""
+        """The counted texts of a stored request (system, summary, every block). The last few
+        are kept (a turn's leak and containment checks ask for the same ones), not every
+        request's: that would grow with the run."""
         text = self._texts.get(ref["sha256"])
         if text is None:
             r = self.request(ref)
+            if len(self._texts) >= 8:
+                self._texts.clear()
             text = self._texts[ref["sha256"]] = serialized_text(
                 r.system, r.summary, (message_text(m) for m in r.messages))
         return text
+
+    def shows(self, ref: Mapping[str, Any], values: tuple[str, ...]) -> frozenset[str]:
+        """Which of ``values`` the counted texts of a stored request contain. Read message by
+        message (a value without a line feed cannot span two of them), and remembered per
+        message, not per request: leak checks ask this of every call."""
+        if any("\n" in v for v in values):
+            text = self.request_text(ref)
+            return frozenset(v for v in values if v in text)
+        seen = self._shows.setdefault(values, {})
+        out: set[str] = set()
+        for h in (ref["system"], ref["summary"], *ref["messages"]):
+            f = seen.get(h)
+            if f is None:
+                data = self.blobs[h]
+                text = data if isinstance(data, str) else message_text(message_from_dict(data))
+                f = seen[h] = frozenset(v for v in values if v in text)
+            out |= f
+        return frozenset(out)
 
     def message(self, h: str) -> Message:
         m = self._messages.get(h)

@@ -19,7 +19,7 @@ from typing import Any
 from harnesslab.bench.checks import CheckOutcome, Verdict, evaluate, verdict
 from harnesslab.bench.doors import harness_context
 from harnesslab.bench.metrics import run_metrics
-from harnesslab.bench.record import Declared, RecordWriter
+from harnesslab.bench.record import Declared
 from harnesslab.bench.scenario import (
     AdvanceStep,
     FailRate,
@@ -30,6 +30,7 @@ from harnesslab.bench.scenario import (
     load_scenario,
 )
 from harnesslab.bench.settings import Settings, overridden, resolve_settings
+from harnesslab.bench.writer import RecordWriter
 from harnesslab.errors import InputError, NotApplicable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.registry import harness_label, load_harness

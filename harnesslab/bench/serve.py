@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from harnesslab.adapters.serve_app import Server, Sessions, WireSession, build_app
-from harnesslab.bench.record import RecordWriter
 from harnesslab.bench.runner import open_record, world_context
 from harnesslab.bench.scenario import Scenario, Variant
 from harnesslab.bench.settings import resolve_settings
+from harnesslab.bench.writer import RecordWriter
 from harnesslab.sim.world import World
 
 
