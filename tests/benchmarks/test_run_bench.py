@@ -28,10 +28,12 @@ LIMIT = 2.5  # late / early block: flat 1, linear growth up to 6.3
 RUNS = 2  # about 13 s of CPU each
 
 
-def long_scenario(turns: int) -> Scenario:
+def long_scenario(turns: int, filler: float | None = 0.02, context_size: int = 32768) -> Scenario:
+    """An order question, then chat; ``filler`` (times the trigger) before every chat turn."""
     steps: list[dict[str, object]] = [{"user": "帮我查订单 O-1001 为什么还没到，回答简单一点。"}]
     for i in range(turns - 1):
-        steps.append({"filler": {"times_trigger": 0.02}})
+        if filler is not None:
+            steps.append({"filler": {"times_trigger": filler}})
         steps.append({"user": CHAT[i % len(CHAT)]})
     return Scenario.model_validate({
         "id": "thousand-turns", "title": "1,000 turns", "locale": "zh",
@@ -41,7 +43,7 @@ def long_scenario(turns: int) -> Scenario:
                       {"at": "2026-11-27T20:00:00+08:00", "status": "in_transit",
                        "eta": "2026-11-30"}]}}},
         "session": {"user": "U-1"}, "service": "openai-128k",
-        "harness": {"strategy": "structured", "context_size": 32768, "estimator": "bytes4"},
+        "harness": {"strategy": "structured", "context_size": context_size, "estimator": "bytes4"},
         "lexicon": {"帮我查订单 O-1001 为什么还没到，回答简单一点。":
                     {"act": "order_status", "order": "O-1001", "constraints": ["brevity"]},
                     **{c: {"act": "chitchat"} for c in CHAT}},
