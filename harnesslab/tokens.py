@@ -246,6 +246,9 @@ def get_tokenizer(name: str) -> Tokenizer:
     return loader(name)
 
 
+_TEXTS_KEPT = 1 << 14
+
+
 class CountingTokenizer:
     """A tokenizer with a per-run cache: each distinct text is encoded once.
 
@@ -263,6 +266,10 @@ class CountingTokenizer:
         n = self._cache.get(text)
         if n is None:
             n = self._tok.count(text) if text else 0
+            if len(self._cache) >= _TEXTS_KEPT:
+                # Counters keep each live message's count themselves; this cache only spares
+                # re-encoding texts seen moments ago, and must not grow with the run.
+                self._cache.clear()
             self._cache[text] = n
             self.encoded += 1
         return n
@@ -427,8 +434,9 @@ def common_prefix(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
 class RequestCounter:
     """Counts whole requests with a rule, incrementally.
 
-    Per-message units are cached (a message is measured once however many calls include it)
-    and the prefix sums of the last request's messages are kept, so a request that extends
+    Per-message units are cached (a message is measured once however many calls include it;
+    once the cache holds twice the live context, messages no longer in it are let go) and
+    the prefix sums of the last request's messages are kept, so a request that extends
     or edits the previous one costs only its new messages.
     """
 
@@ -464,6 +472,10 @@ class RequestCounter:
         for m in messages[n:]:
             cum.append(cum[-1] + self.message_units(m))
         self._seq = messages
+        if len(self._msg_units) > 2 * len(messages) + 1024:
+            # Messages compacted away do not come back: keep the live ones only, so that
+            # memory follows the context, not the run (amortised: the cache doubled first).
+            self._msg_units = {id(m): (m, cum[i + 1] - cum[i]) for i, m in enumerate(messages)}
         return cum[-1]
 
     def head_units(self, system: str, summary: str, tools: tuple[ToolSchema, ...]) -> int:
