@@ -6,13 +6,25 @@ max ages), then events in order. Messages, system prompts, summaries and tool li
 stored once as ``blob`` lines keyed by content hash; a request refers to them, with the
 sha256 of its canonical JSON (``harnesslab.messages.dumps``) so a rebuild can be verified.
 Each model call also lists which declared facts (ids, constraints, claims) its request shows.
+
+Version 2 is written compactly; in memory (and as ``Record.load`` returns it) it reads as
+version 1 with two more request fields. A message is a ``message`` line holding only its data:
+its hash is ``"m"`` and the first 20 hex digits of the sha256 of its canonical JSON. Requests
+are numbered (``n``, from 1, in record order) and store their messages against the previous
+request's: ``keep`` (how many of its leading message hashes stay) and ``add`` (the hashes that
+follow), written ``new: N`` when they are the N messages written since the previous request,
+in order (the usual case); every ``FULL_EVERY``-th request and any that keeps nothing list
+``messages`` in full, as version 1 did for all. Version 1 is still read. A record may be
+gzip-compressed (``.jsonl.gz``): it is read the same.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+import zlib
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +40,11 @@ from harnesslab.messages import (
 )
 from harnesslab.sim.intents import ID_PATTERNS
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+READS_VERSIONS = (1, 2)
+# Every so many requests a record lists a request's messages in full, so that rebuilding any
+# request applies at most this many deltas.
+FULL_EVERY = 256
 # The events of a model call: answered, rejected as too long, rejected as a protocol error.
 CALL_EVENTS = ("model_call", "overflow", "protocol_error")
 
@@ -100,11 +116,13 @@ def content_kind(text: str) -> str:
 class Record:
     header: dict[str, Any]
     events: list[dict[str, Any]]
-    blobs: dict[str, Any]
+    blobs: MutableMapping[str, Any]
     _messages: dict[str, Message] = field(default_factory=dict)
     _texts: dict[str, str] = field(default_factory=dict)
     _shows: dict[tuple[str, ...], dict[str, frozenset[str]]] = field(default_factory=dict)
     _by_step: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    _refs: list[dict[str, Any]] = field(default_factory=list)  # every request, in order
+    _expanded: dict[int, list[str]] = field(default_factory=dict)
     _indexed: int = 0  # how many events _by_step covers (the writer keeps appending)
 
     def of_type(self, *kinds: str) -> list[dict[str, Any]]:
@@ -140,7 +158,7 @@ class Record:
             return frozenset(v for v in values if v in text)
         seen = self._shows.setdefault(values, {})
         out: set[str] = set()
-        for h in (ref["system"], ref["summary"], *ref["messages"]):
+        for h in (ref["system"], ref["summary"], *self.message_hashes(ref)):
             f = seen.get(h)
             if f is None:
                 data = self.blobs[h]
@@ -149,9 +167,38 @@ class Record:
             out |= f
         return frozenset(out)
 
+    def message_hashes(self, ref: Mapping[str, Any]) -> list[str]:
+        """The message hashes of a stored request, in order: its own list, or the deltas
+        from the last full list before it applied (module docstring)."""
+        if "messages" in ref:
+            return list(ref["messages"])
+        n = ref["n"]
+        deltas = []
+        i = n
+        while True:
+            r = self._refs[i - 1]
+            base = r["messages"] if "messages" in r else self._expanded.get(i)
+            if base is not None:
+                break
+            deltas.append(r)
+            i -= 1
+        out = list(base)
+        for r in reversed(deltas):
+            out = out[:r["keep"]] + r["add"]
+        if len(self._expanded) >= 8:  # questions come in request order: a few suffice
+            self._expanded.clear()
+        self._expanded[n] = out
+        return out
+
+    def add_ref(self, ref: dict[str, Any]) -> None:
+        """Note a request (in record order), so that later ones can be rebuilt from it."""
+        self._refs.append(ref)
+
     def message(self, h: str) -> Message:
         m = self._messages.get(h)
         if m is None:
+            if len(self._messages) >= 4096:  # asked in run order: recent ones are asked again
+                self._messages.clear()
             m = self._messages[h] = message_from_dict(self.blobs[h])
         return m
 
@@ -159,7 +206,7 @@ class Record:
         """Rebuild a request exactly as the service saw it."""
         return Request(
             system=self.blobs[ref["system"]], summary=self.blobs[ref["summary"]],
-            messages=tuple(self.message(h) for h in ref["messages"]),
+            messages=tuple(self.message(h) for h in self.message_hashes(ref)),
             tools=tuple(ToolSchema(name, text) for name, text in self.blobs[ref["tools"]]),
             output_budget=ref["output_budget"], session_id=ref["session_id"],
             meta=tuple((str(k), str(v)) for k, v in ref["meta"]))
@@ -176,7 +223,13 @@ class Record:
         """Read a record file; a bad one gives one line naming the file and line."""
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            if p.name.endswith(".gz"):
+                with gzip.open(p, "rt", encoding="utf-8") as f:
+                    text = f.read()
+            else:
+                text = p.read_text(encoding="utf-8")
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            raise InputError(f"not a readable gzip file ({e})", file=str(p)) from None
         except OSError as e:
             raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
         except UnicodeDecodeError:
@@ -186,6 +239,8 @@ class Record:
         header: dict[str, Any] | None = None
         events: list[dict[str, Any]] = []
         blobs: dict[str, Any] = {}
+        refs: list[dict[str, Any]] = []
+        fresh: list[str] = []  # message hashes since the last request (version 2)
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -205,15 +260,37 @@ class Record:
                     raise InputError("not a harnesslab record: the first line is not a header",
                                      file=str(p), line=n)
                 version = obj.get("version")
-                if version != RECORD_VERSION:
+                if version not in READS_VERSIONS:
                     raise InputError(f"record version {version!r} is not supported (this "
-                                     f"harnesslab reads version {RECORD_VERSION})",
+                                     f"harnesslab reads versions "
+                                     f"{', '.join(map(str, READS_VERSIONS))})",
                                      file=str(p), line=n, field="version")
                 header = obj
             elif obj["type"] == "blob":
                 blobs[obj["hash"]] = obj["data"]
+            elif obj["type"] == "message":
+                h = "m" + _h(_dumps(obj.get("data")))
+                blobs[h] = obj.get("data")
+                fresh.append(h)
             else:
                 events.append(obj)
+                ref = obj.get("request")
+                if isinstance(ref, dict):
+                    if "new" in ref:
+                        if ref["new"] != len(fresh):
+                            raise InputError(f"request {len(refs) + 1} adds the {ref['new']} "
+                                             f"messages before it, but {len(fresh)} are there",
+                                             file=str(p), line=n, field="request.new")
+                        ref["add"] = fresh
+                        del ref["new"]
+                    fresh = []
+                    if "messages" not in ref and not (
+                            ref.get("n") == len(refs) + 1 and refs and "keep" in ref
+                            and isinstance(ref.get("add"), list)):
+                        raise InputError(f"request {len(refs) + 1} has neither its messages "
+                                         "nor a delta against the request before it",
+                                         file=str(p), line=n, field="request")
+                    refs.append(ref)
         if header is None:
             raise InputError("empty record", file=str(p))
-        return cls(header, events, blobs)
+        return cls(header, events, blobs, _refs=refs)
