@@ -146,23 +146,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                  field=f"variants.{v.name}.{e.field}" if e.field
                                  else f"variants.{v.name}") from None
             tasks.extend((p, sc, v, seed) for seed in range(args.seed, args.seed + args.seeds))
+    from harnesslab.bench.executors import make_executor
+
+    # One run needs no pool (spawning workers would only add their start-up).
+    executor = make_executor("serial" if len(tasks) == 1 else args.executor, jobs=args.jobs)
     out, latest = _run_dir(args.out)
-    from harnesslab.bench.runner import run_variant
+    from harnesslab.bench.runner import PlannedRun, RunResult, run_planned
     from harnesslab.bench.suite import write_summary
 
-    results = []
+    planned = [PlannedRun(i, str(p), v.name, seed, cli_set, str(out))
+               for i, (p, _, v, seed) in enumerate(tasks)]
+    done: dict[int, RunResult] = {}
     progress = None
     if not args.json and sys.stderr.isatty():
         from tqdm import tqdm
 
         progress = tqdm(total=len(tasks), unit="run", file=sys.stderr)
-    for p, sc, v, seed in tasks:
-        results.append(run_variant(sc, v, seed=seed, source=p, out_dir=out, cli_set=cli_set))
-        if progress is not None:
-            progress.set_postfix_str(f"{sc.id}/{v.name}", refresh=False)
-            progress.update()
+    with executor:
+        for i, result in executor.map_unordered(run_planned, planned):
+            done[i] = result
+            if progress is not None:
+                progress.set_postfix_str(f"{result.scenario}/{result.variant}", refresh=False)
+                progress.update()
     if progress is not None:
         progress.close()
+    results = [done[i] for i in range(len(planned))]  # in plan order, as a serial run gives
     summary = write_summary(results, out)
     if latest is not None:
         _point_latest(latest, out)
@@ -400,6 +408,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "summary.json (default: a new runs/<timestamp>/, with runs/latest pointing at "
                    "it)")
     r.add_argument("--json", action="store_true", help="print the summary as JSON")
+    r.add_argument("--executor", default="processes", choices=("serial", "processes"),
+                   help="serial: one run after another here; processes (default): spread "
+                   "over local processes, as sweeps are (the same records and output)")
+    r.add_argument("--jobs", type=_positive_int, help="worker processes (default: all cores)")
     r.set_defaults(func=_cmd_run)
 
     b = sub.add_parser("bugs", help="run the suite against the bug zoo and print the kill table",

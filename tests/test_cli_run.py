@@ -85,3 +85,28 @@ def test_show_prints_what_the_model_saw(tmp_path: Path) -> None:
     assert "removed:" in out
     bad = cli("show", str(rec), "--call", "999")
     assert bad.returncode == 2 and "no model call 999" in bad.stderr
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_processes_give_the_serial_run_byte_for_byte(tmp_path: Path) -> None:
+    """Runs spread over two worker processes: the same table, summary and records, in the
+    same order, as one run after another."""
+    small = str(bundled_dir() / "stale-logistics-en.yaml")
+    out = {}
+    for how in ("serial", "processes"):
+        p = cli("run", small, "--seeds", "2", "--out", str(tmp_path / how), "--executor", how,
+                "--jobs", "2")
+        assert p.returncode == 0, p.stderr
+        out[how] = p.stdout.replace(str(tmp_path / how), "OUT")
+    assert out["serial"] == out["processes"]
+    serial, procs = _files(tmp_path / "serial"), _files(tmp_path / "processes")
+    assert len(serial) > 4 and serial == procs
+
+
+def test_an_unknown_executor_is_one_line_exit_2(tmp_path: Path) -> None:
+    p = cli("run", SCENARIO, "--out", str(tmp_path), "--executor", "dask")
+    assert p.returncode == 2 and "invalid choice: 'dask'" in p.stderr

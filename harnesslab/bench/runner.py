@@ -338,3 +338,26 @@ def run_scenario_file(path: Path, *, seeds: Iterable[int] = (0,), out_dir: Path 
                          file=str(path), field="--variant")
     return [run_variant(sc, v, seed=seed, source=path, out_dir=out_dir, cli_set=settings)
             for v in sc.variants if v.name in wanted for seed in seeds]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of ``harnesslab run`` as plain data, for a worker process: the scenario file
+    (loaded again there), the variant, the seed, the command line's settings, the out folder.
+    ``index`` puts results back in the order a serial run gives them."""
+
+    index: int
+    scenario_path: str
+    variant: str
+    seed: int
+    cli_set: dict[str, Any]
+    out_dir: str
+
+
+def run_planned(task: PlannedRun) -> tuple[int, RunResult]:
+    """Run one planned run (module level, so an executor's worker can call it)."""
+    path = Path(task.scenario_path)
+    sc = load_scenario(path)
+    variant = next(v for v in sc.variants if v.name == task.variant)
+    return task.index, run_variant(sc, variant, seed=task.seed, source=path,
+                                   out_dir=Path(task.out_dir), cli_set=task.cli_set)
