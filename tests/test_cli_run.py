@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harnesslab.bench.scenario import bundled_dir
 
 SCENARIO = str(bundled_dir() / "followup-after-filler-zh.yaml")
@@ -110,3 +112,23 @@ def test_processes_give_the_serial_run_byte_for_byte(tmp_path: Path) -> None:
 def test_an_unknown_executor_is_one_line_exit_2(tmp_path: Path) -> None:
     p = cli("run", SCENARIO, "--out", str(tmp_path), "--executor", "dask")
     assert p.returncode == 2 and "invalid choice: 'dask'" in p.stderr
+
+
+def test_the_summary_is_computed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from harnesslab import cli as cli_module
+    from harnesslab.bench import report_text, suite
+
+    calls = []
+    real = suite.summarize
+
+    def counted(results: object) -> object:
+        calls.append(1)
+        return real(results)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(suite, "summarize", counted)
+    monkeypatch.setattr(report_text, "summarize", counted)
+    small = str(bundled_dir() / "stale-logistics-en.yaml")
+    assert cli_module.main(["run", small, "--out", str(tmp_path), "--executor", "serial"]) == 0
+    assert "stale-logistics-en" in capsys.readouterr().out
+    assert len(calls) == 1
