@@ -151,10 +151,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # One run needs no pool (spawning workers would only add their start-up).
     executor = make_executor("serial" if len(tasks) == 1 else args.executor, jobs=args.jobs)
     out, latest = _run_dir(args.out)
+    import hashlib
+
     from harnesslab.bench.runner import PlannedRun, RunResult, run_planned
     from harnesslab.bench.suite import write_summary
 
-    planned = [PlannedRun(i, str(p), v.name, seed, cli_set, str(out))
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p, _ in scenarios}
+    planned = [PlannedRun(i, str(p), sha[p], v.name, seed, cli_set, str(out))
                for i, (p, _, v, seed) in enumerate(tasks)]
     done: dict[int, RunResult] = {}
     progress = None

@@ -343,11 +343,12 @@ def run_scenario_file(path: Path, *, seeds: Iterable[int] = (0,), out_dir: Path 
 @dataclass(frozen=True)
 class PlannedRun:
     """One run of ``harnesslab run`` as plain data, for a worker process: the scenario file
-    (loaded again there), the variant, the seed, the command line's settings, the out folder.
-    ``index`` puts results back in the order a serial run gives them."""
+    (loaded again there; its sha256 as planned), the variant, the seed, the command line's
+    settings, the out folder. ``index`` puts results back in the order a serial run gives."""
 
     index: int
     scenario_path: str
+    scenario_sha256: str
     variant: str
     seed: int
     cli_set: dict[str, Any]
@@ -355,9 +356,12 @@ class PlannedRun:
 
 
 def run_planned(task: PlannedRun) -> tuple[int, RunResult]:
-    """Run one planned run (module level, so an executor's worker can call it)."""
+    """Run one planned run (module level, so an executor's worker can call it). A worker
+    loads each scenario file once, as a sweep's do."""
+    from harnesslab.bench.sweep_rows import planned_scenario
+
     path = Path(task.scenario_path)
-    sc = load_scenario(path)
+    sc = planned_scenario(task.scenario_path, task.scenario_sha256)
     variant = next(v for v in sc.variants if v.name == task.variant)
     return task.index, run_variant(sc, variant, seed=task.seed, source=path,
                                    out_dir=Path(task.out_dir), cli_set=task.cli_set)

@@ -35,7 +35,8 @@ COUNTS = ("trigger_lateness", "true_input_tokens", "compactions", "summary_token
 
 
 @functools.lru_cache(maxsize=64)
-def _scenario(path: str, sha256: str) -> Scenario:
+def planned_scenario(path: str, sha256: str) -> Scenario:
+    """A scenario file as planned (its sha256), loaded once per process."""
     import hashlib
 
     from harnesslab.bench.scenario import load_scenario
@@ -120,7 +121,7 @@ def run_task(task: SweepTask) -> dict[str, Any]:
 
     t0 = time.perf_counter()  # timing only: kept out of the table and the record
     try:
-        sc = _scenario(task.scenario_path, task.scenario_sha256)
+        sc = planned_scenario(task.scenario_path, task.scenario_sha256)
         variant = next(v for v in sc.variants if v.name == task.variant)
         run_dir = Path(task.out_dir) / "records" / task.run_key
         # A run killed half-way left files (offloaded context is appended to): start clean.
