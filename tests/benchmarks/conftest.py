@@ -5,7 +5,8 @@ Times are CPU time of this process (``time.process_time``): on a loaded machine 
 counts the slices other processes hold the cores, which has nothing to do with the code
 measured. Limits sit halfway (geometrically) between the complexity class promised and the next
 one up, so that load moves a figure without crossing them. Every test prints its figures (run
-with ``-s``) and stores them in ``benchmark.extra_info``.
+with ``-s``), stores them in ``benchmark.extra_info`` and lists them again in a "benchmark
+figures" section at the end of the run, so a CI log without ``-s`` still shows them.
 """
 
 from __future__ import annotations
@@ -52,7 +53,23 @@ def cpu_min(*fns: Callable[[], object], repeats: int) -> list[float]:
     return best
 
 
+FIGURES: list[str] = []
+
+
+def figure(line: str) -> None:
+    """Print a line of measured figures and list it again in the run's closing summary."""
+    FIGURES.append(line)
+    print(f"\n{line}")
+
+
 def report(benchmark: object, line: str, **figures: float) -> None:
     """Print the measured figures (visible with ``-s``) and keep them in the benchmark's JSON."""
     benchmark.extra_info.update(figures)  # type: ignore[attr-defined]
-    print(f"\n{line}")
+    figure(line)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if FIGURES:
+        terminalreporter.section("benchmark figures")
+        for line in FIGURES:
+            terminalreporter.write_line(line)

@@ -16,6 +16,8 @@ from harnesslab.bench.runner import run_variant
 from harnesslab.bench.scenario import UserStep, bundled_dir, load_scenario
 from tests.adapters.support import AGENTSCOPE_EXTRA
 
+from .conftest import figure
+
 pytestmark = pytest.mark.agentscope
 pytest.importorskip("agentscope", reason=AGENTSCOPE_EXTRA)
 
@@ -55,7 +57,7 @@ def test_cpu_per_turn_reference_vs_agentscope(benchmark, scenario: str) -> None:
     ratio = ac / rc
     benchmark.extra_info.update(reference_cpu_ms=rc * 1e3, agentscope_cpu_ms=ac * 1e3,
                                 ratio=ratio)
-    print(f"\n{scenario}: CPU per turn reference {rc * 1e3:.1f} ms, AgentScope adapter "
-          f"{ac * 1e3:.1f} ms, ratio {ratio:.2f}; wall {rw * 1e3:.1f} / {aw * 1e3:.1f} ms")
+    figure(f"{scenario}: CPU per turn reference {rc * 1e3:.1f} ms, AgentScope adapter "
+           f"{ac * 1e3:.1f} ms, ratio {ratio:.2f}; wall {rw * 1e3:.1f} / {aw * 1e3:.1f} ms")
     # A guard, not a target: the adapter adds AgentScope's loop to the same bench work.
     assert 0.5 < ratio < 6

@@ -28,6 +28,8 @@ from harnesslab.bench.sweep import run_sweep
 from harnesslab.bench.sweep_rows import load_table
 from harnesslab.bench.sweep_spec import default_spec
 
+from .conftest import figure
+
 TARGET = 1.6        # the figure for an idle 2-core machine
 EFFICIENCY = 0.75   # of the parallelism the machine measurably gives at the time
 
@@ -70,10 +72,10 @@ def test_sweep_throughput_serial_vs_local_processes(tmp_path: Path,
     s_rate, p_rate = serial.runs / serial.seconds, procs.runs / procs.seconds
     speedup = p_rate / s_rate
     available = sum(cal) / len(cal)
-    print(f"\nsweep throughput on {serial.runs} runs of the default grid: serial "
-          f"{s_rate:.2f} runs/s ({serial.seconds:.1f} s), local processes x{usable_cores()} "
-          f"{p_rate:.2f} runs/s ({procs.seconds:.1f} s): {speedup:.2f}x; two processes get "
-          f"{available:.2f}x on this machine now ({', '.join(f'{c:.2f}' for c in cal)})")
+    figure(f"sweep throughput on {serial.runs} runs of the default grid: serial "
+           f"{s_rate:.2f} runs/s ({serial.seconds:.1f} s), local processes x{usable_cores()} "
+           f"{p_rate:.2f} runs/s ({procs.seconds:.1f} s): {speedup:.2f}x; two processes get "
+           f"{available:.2f}x on this machine now ({', '.join(f'{c:.2f}' for c in cal)})")
     record_property("serial_runs_per_s", round(s_rate, 3))
     record_property("processes_runs_per_s", round(p_rate, 3))
     record_property("machine_parallelism", round(available, 3))
