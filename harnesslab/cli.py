@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -373,6 +374,51 @@ def _add_sweep_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore
     rp.set_defaults(func=_cmd_report)
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from harnesslab.bench import mcp_server as m
+
+    m.require_mcp()
+    session, writer = m.scenario_session(Path(args.scenario), variant=args.variant, seed=args.seed,
+                                         cli_set=_parse_sets(args.set),
+                                         record=Path(args.record) if args.record else None)
+    try:
+        if args.stdio:
+            asyncio.run(m.serve_stdio(session))
+            return 0
+        sessions = m.ToolSessions()
+        token = sessions.open(session, args.token)
+        with m.LoopbackServer(m.http_app(sessions, host=args.host), args.host, args.port) as srv:
+            # stdout stays free for a program that reads the two lines (eval-able).
+            print(f"HARNESSLAB_MCP_URL={srv.url('/mcp')}\nHARNESSLAB_MCP_TOKEN={token}",
+                  flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                srv.thread.join()
+        return 0
+    finally:
+        writer.close()
+
+
+def _add_mcp(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    m = sub.add_parser(
+        "mcp", help="serve a scenario's tools as an MCP server (stdio or streamable HTTP)",
+        description="The world's tools of one scenario variant over MCP. Tools act for the "
+        "scenario's verified user, whatever user_id a call passes (unless the variant sets "
+        "identity: trust). Over HTTP every request needs the printed bearer token. Needs the "
+        "mcp extra: pip install 'harnesslab[mcp]'.")
+    m.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
+    m.add_argument("--variant", metavar="NAME", help="default: 'default', else the first")
+    m.add_argument("--seed", type=int, default=0, help="the seed of the tools' failure draws")
+    m.add_argument("--set", action="append", metavar="KEY=VALUE", help="a setting, as for run")
+    m.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default: HTTP)")
+    m.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
+    m.add_argument("--port", type=int, default=0, help="HTTP port (default: any free one)")
+    m.add_argument("--token", help="the session's bearer token (default: a random one)")
+    m.add_argument("--record", metavar="FILE", help="write the tool runs to this record")
+    m.set_defaults(func=_cmd_mcp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from harnesslab import __version__
 
@@ -442,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=_cmd_schema)
     _add_fidelity(sub)
     _add_sweep_parsers(sub)
+    _add_mcp(sub)
     from harnesslab.cli_wire import add_wire_parsers
 
     add_wire_parsers(sub)

@@ -20,6 +20,7 @@ from harnesslab.errors import ContextOverflowError, ServiceRejected
 from harnesslab.harness.base import HarnessContext, TurnResult
 from harnesslab.harness.compaction import make_strategy
 from harnesslab.harness.config import HarnessConfig
+from harnesslab.harness.identity import bind_identity
 from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate_tool_result
 from harnesslab.harness.offload import Offloader
 from harnesslab.harness.prompts import load_prompts
@@ -329,25 +330,8 @@ class ReferenceHarness:
     def _identity(self, call: ToolCallBlock) -> tuple[str, str, str, Any]:
         """Who a tool call acts for: (arguments to run with, acting user, decision, the user id
         the model passed)."""
-        session = self.user_id
-        try:
-            args = json.loads(call.input) if call.input.strip() else {}
-        except json.JSONDecodeError:
-            args = None
-        claimed = args.get("user_id") if isinstance(args, dict) else None
-        acting, identity = session, "bound"
-        raw = call.input
-        if self.cfg.identity == "trust":
-            acting, identity = (claimed or session), "trusted"
-        elif claimed not in (None, "", session):
-            if self.cfg.identity == "refuse":
-                identity = "refused"
-            else:
-                assert isinstance(args, dict)
-                args["user_id"] = session
-                raw = json.dumps(args, ensure_ascii=False)
-                identity = "overridden"
-        return raw, acting, identity, claimed
+        b = bind_identity(self.cfg.identity, self.user_id, call.input)
+        return b.arguments, b.acting, b.decision, b.claimed
 
     def _limit_output(self, text: str, call: ToolCallBlock) -> tuple[str | tuple[Any, ...], bool]:
         """The result as saved into the context (tool_result_limit, or Codex's head + tail)."""

@@ -1,0 +1,237 @@
+"""The world's tools as an MCP server (the official ``mcp`` SDK, extra ``harnesslab[mcp]``), over
+streamable HTTP and stdio, for harnesses that reach their tools through MCP.
+
+What it offers is what the harness interface offers (``bench.doors.ToolDoor``): the tools'
+names, descriptions and JSON schemas, and their results. Nothing else goes over the wire: no
+scenario, expectations, lexicon, world or private data beyond what a tool returns to the user
+it acts for.
+
+**Who a call acts for.** Each session is opened with a per-session bearer token
+(:meth:`ToolSessions.open`); over HTTP the SDK's bearer middleware verifies it on every request
+and a request without a known token is refused (401) before any tool runs. The acting user is
+the user that session was opened for, never a tool argument: a ``user_id`` the model passed is
+overridden (``identity: bind``, the default) or left for the tool to refuse (``refuse``); only
+the trust control (``identity: trust``) lets the argument choose the user, exactly as the
+reference harness decides for its own calls (``harness.identity``). Over stdio the connection
+is the session: the process serves the user it was started for.
+
+Every call is recorded by the session's tool door (``tool_call``, with the acting user) and its
+identity decision as a ``tool_policy`` event, as the reference harness records its own.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnesslab.bench.record import RecordWriter
+from harnesslab.errors import InputError
+from harnesslab.events import EventSink
+from harnesslab.harness.base import ToolExecutor
+from harnesslab.harness.identity import IdentityMode, bind_identity
+from harnesslab.messages import ToolOutcome
+
+MCP_EXTRA = "pip install 'harnesslab[mcp]'"
+SERVER_NAME = "harnesslab-tools"
+
+
+def require_mcp() -> None:
+    """The exact install line when the ``mcp`` extra is missing."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise InputError(f"the MCP tool server needs the mcp package: {MCP_EXTRA}",
+                         field="mcp") from None
+
+
+@dataclass
+class ToolSession:
+    """One verified session: the user it acts for and the recording tool door it runs through."""
+
+    user: str
+    tools: ToolExecutor
+    identity: IdentityMode = "bind"
+    sink: EventSink | None = None
+    calls: int = 0
+    # The runner's thread and the server's event loop share the record: one call at a time.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools as MCP lists them: name, description, input schema."""
+        out = []
+        for s in self.tools.schemas():
+            fn = s.to_dict().get("function", s.to_dict())
+            out.append({"name": fn["name"], "description": fn.get("description", ""),
+                        "input_schema": fn.get("parameters") or {"type": "object"}})
+        return out
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolOutcome:
+        raw = json.dumps(dict(arguments or {}), ensure_ascii=False)
+        b = bind_identity(self.identity, self.user, raw)
+        with self.lock:
+            self.calls += 1
+            # Under ``refuse`` the differing user_id goes through unchanged: the tool itself
+            # answers that it is not the acting user's (a forbidden error result).
+            out = self.tools.run(name, b.arguments, b.acting)
+            if self.sink is not None:
+                self.sink.emit({"type": "tool_policy", "id": f"mcp-{self.calls}", "name": name,
+                                "claimed": b.claimed, "identity": b.decision,
+                                "truncated": False, "via": "mcp"})
+        return out
+
+
+class ToolSessions:
+    """The sessions one server serves, by bearer token."""
+
+    def __init__(self) -> None:
+        self._by_token: dict[str, ToolSession] = {}
+        self._lock = threading.Lock()
+
+    def open(self, session: ToolSession, token: str | None = None) -> str:
+        """Register a session and return its token. Tokens are secrets, never recorded: a
+        run's record is the same whatever token it was served under."""
+        token = token or secrets.token_urlsafe(24)
+        with self._lock:
+            if token in self._by_token:
+                raise ValueError("this token already names a session")
+            self._by_token[token] = session
+        return token
+
+    def close(self, token: str) -> None:
+        with self._lock:
+            self._by_token.pop(token, None)
+
+    def get(self, token: str) -> ToolSession | None:
+        with self._lock:
+            return self._by_token.get(token)
+
+
+def _session_of(ctx: Any, sessions: ToolSessions, fixed: ToolSession | None) -> ToolSession:
+    """The verified session of the request: the stdio process's own, or the one the bearer
+    token the SDK's middleware verified names."""
+    if fixed is not None:
+        return fixed
+    user = getattr(getattr(ctx, "request", None), "scope", {}).get("user")
+    token = getattr(getattr(user, "access_token", None), "token", None)
+    session = sessions.get(token) if token else None
+    if session is None:  # the middleware already refused unknown tokens; closed since
+        raise PermissionError("no verified session for this connection")
+    return session
+
+
+def build_server(sessions: ToolSessions, fixed: ToolSession | None = None) -> Any:
+    """The low-level MCP server: ``tools/list`` and ``tools/call`` for the caller's session."""
+    require_mcp()
+    import mcp.types as types
+    from mcp.server import Server
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        s = _session_of(ctx, sessions, fixed)
+        return types.ListToolsResult(tools=[types.Tool(**t) for t in s.schemas()])
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        s = _session_of(ctx, sessions, fixed)
+        out = s.call(params.name, params.arguments)
+        return types.CallToolResult(content=[types.TextContent(text=out.text)],
+                                    is_error=out.is_error)
+
+    return Server(SERVER_NAME, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def http_app(sessions: ToolSessions, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+    """A Starlette app serving streamable HTTP at ``path``; each request's bearer token is
+    verified by the SDK's middleware against ``sessions``."""
+    require_mcp()
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+
+    class _Verifier:
+        async def verify_token(self, token: str) -> AccessToken | None:
+            s = sessions.get(token)
+            return None if s is None else AccessToken(token=token, client_id=s.user, scopes=[])
+
+    # The SDK's auth settings want an issuer; the tokens are the bench's own (no OAuth flow).
+    auth = AuthSettings(issuer_url=f"http://{host}", resource_server_url=None)
+    server = build_server(sessions)
+    return server.streamable_http_app(streamable_http_path=path, host=host, auth=auth,
+                                      token_verifier=_Verifier(), json_response=True)
+
+
+async def serve_stdio(session: ToolSession) -> None:
+    """Serve one session on this process's stdin and stdout until the client closes them."""
+    require_mcp()
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(ToolSessions(), fixed=session)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+class LoopbackServer:
+    """An ASGI app on uvicorn in a background thread, on a port the OS picks: the bench's own
+    servers during a run, reached on loopback only unless told otherwise."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        import socket
+
+        import uvicorn
+
+        self.sock = socket.create_server((host, port))
+        self.host, self.port = self.sock.getsockname()[:2]
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       daemon=True, name="harnesslab-loopback")
+
+    def __enter__(self) -> LoopbackServer:
+        import time
+
+        self.thread.start()
+        # Startup takes a few milliseconds; the wait is bounded, never a hung run.
+        for _ in range(1000):
+            if self.server.started or not self.thread.is_alive():
+                break
+            time.sleep(0.01)
+        if not self.server.started:
+            raise RuntimeError("the loopback server did not start")
+        return self
+
+    def url(self, path: str = "") -> str:
+        return f"http://{self.host}:{self.port}{path}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+def scenario_session(path: Path, *, variant: str | None = None, seed: int = 0,
+                     cli_set: Mapping[str, Any] | None = None,
+                     record: Path | None = None) -> tuple[ToolSession, RecordWriter]:
+    """A standalone session over one scenario variant's world (``harnesslab mcp``): the
+    scenario's verified user, the variant's identity setting, tool runs recorded to ``record``.
+    The world's clock stands at the scenario's start."""
+    from harnesslab.bench.doors import ToolDoor
+    from harnesslab.bench.runner import _declared, _header
+    from harnesslab.bench.scenario import load_scenario
+    from harnesslab.bench.settings import resolve_settings
+    from harnesslab.sim.tools import ToolBox
+    from harnesslab.sim.world import World
+
+    sc = load_scenario(path)
+    names = [v.name for v in sc.variants]
+    name = variant or ("default" if "default" in names else names[0])
+    if name not in names:
+        raise InputError(f"no variant {name!r}; expected one of {', '.join(names)}",
+                         file=str(path), field="--variant")
+    v = sc.variants[names.index(name)]
+    settings = resolve_settings(sc, v, cli_set)
+    world = World(sc.world.with_tools(settings.tools))
+    writer = RecordWriter(_header(sc, path, v, seed, settings, world), _declared(sc), record)
+    door = ToolDoor(ToolBox(world, seed=seed), writer, sc.session.user)
+    return ToolSession(sc.session.user, door, settings.harness.identity, writer), writer
