@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -378,9 +377,11 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     import asyncio
 
     from harnesslab.bench import mcp_server as m
+    from harnesslab.cli_wire import scenario_variant
 
     m.require_mcp()
-    session, writer = m.scenario_session(Path(args.scenario), variant=args.variant, seed=args.seed,
+    path, sc, variant = scenario_variant(args.scenario, args.variant)
+    session, writer = m.scenario_session(sc, variant, seed=args.seed, source=path,
                                          cli_set=_parse_sets(args.set),
                                          record=Path(args.record) if args.record else None)
     try:
@@ -389,12 +390,10 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             return 0
         sessions = m.ToolSessions()
         token = sessions.open(session, args.token)
-        with m.LoopbackServer(m.http_app(sessions, host=args.host), args.host, args.port) as srv:
-            # stdout stays free for a program that reads the two lines (eval-able).
-            print(f"HARNESSLAB_MCP_URL={srv.url('/mcp')}\nHARNESSLAB_MCP_TOKEN={token}",
-                  flush=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                srv.thread.join()
+        server, url = m.http_server(sessions, args.host, args.port)
+        # stdout carries only these two lines (a program may read or eval them).
+        print(f"HARNESSLAB_MCP_URL={url}\nHARNESSLAB_MCP_TOKEN={token}", flush=True)
+        server.run()
         return 0
     finally:
         writer.close()
@@ -407,7 +406,7 @@ def _add_mcp(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "scenario's verified user, whatever user_id a call passes (unless the variant sets "
         "identity: trust). Over HTTP every request needs the printed bearer token. Needs the "
         "mcp extra: pip install 'harnesslab[mcp]'.")
-    m.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
+    m.add_argument("scenario", metavar="SCENARIO", help="a scenario file or a bundled id")
     m.add_argument("--variant", metavar="NAME", help="default: 'default', else the first")
     m.add_argument("--seed", type=int, default=0, help="the seed of the tools' failure draws")
     m.add_argument("--set", action="append", metavar="KEY=VALUE", help="a setting, as for run")

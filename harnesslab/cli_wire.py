@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnesslab.errors import InputError
+
+if TYPE_CHECKING:
+    from harnesslab.bench.scenario import Scenario, Variant
 
 
 def scenario_file(raw: str) -> Path:
@@ -22,18 +26,26 @@ def scenario_file(raw: str) -> Path:
     raise InputError("no such scenario file or bundled scenario id", file=raw, field="SCENARIO")
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
+def scenario_variant(raw: str, name: str | None) -> tuple[Path, Scenario, Variant]:
+    """The scenario (a file or a bundled id) and its variant ``name`` (default: 'default',
+    else the first)."""
     from harnesslab.bench.scenario import load_scenario
-    from harnesslab.cli import _parse_sets, _run_dir
 
-    path = scenario_file(args.scenario)
+    path = scenario_file(raw)
     sc = load_scenario(path)
     names = [v.name for v in sc.variants]
-    name = args.variant or ("default" if "default" in names else names[0])
+    name = name or ("default" if "default" in names else names[0])
     if name not in names:
         raise InputError(f"no variant {name!r}; expected one of {', '.join(names)}",
                          file=str(path), field="--variant")
-    variant = next(v for v in sc.variants if v.name == name)
+    return path, sc, next(v for v in sc.variants if v.name == name)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from harnesslab.cli import _parse_sets, _run_dir
+
+    path, sc, variant = scenario_variant(args.scenario, args.variant)
+    name = variant.name
     cli_set = _parse_sets(args.set)
     out, _ = _run_dir(args.out)
     try:

@@ -254,7 +254,8 @@ class Server:
     """uvicorn serving ``app`` on ``host:port`` (0: a free port) in a background thread, or in
     the foreground with :meth:`run`. Binds 127.0.0.1 unless told otherwise."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, *,
+                 lifespan: str = "off") -> None:
         _require()
         import uvicorn
 
@@ -262,7 +263,8 @@ class Server:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.host, self.port = host, self.sock.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+        # lifespan "on" for an app that needs it (the MCP session manager runs in it).
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan,
                                                     access_log=False))
         self._thread: threading.Thread | None = None
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesslab.bench.record import RecordWriter
+from harnesslab.bench.scenario import Scenario, Variant
 from harnesslab.errors import InputError
 from harnesslab.events import EventSink
 from harnesslab.harness.base import ToolExecutor
@@ -172,66 +173,30 @@ async def serve_stdio(session: ToolSession) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-class LoopbackServer:
-    """An ASGI app on uvicorn in a background thread, on a port the OS picks: the bench's own
-    servers during a run, reached on loopback only unless told otherwise."""
-
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
-        import socket
-
-        import uvicorn
-
-        self.sock = socket.create_server((host, port))
-        self.host, self.port = self.sock.getsockname()[:2]
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True, name="harnesslab-loopback")
-
-    def __enter__(self) -> LoopbackServer:
-        import time
-
-        self.thread.start()
-        # Startup takes a few milliseconds; the wait is bounded, never a hung run.
-        for _ in range(1000):
-            if self.server.started or not self.thread.is_alive():
-                break
-            time.sleep(0.01)
-        if not self.server.started:
-            raise RuntimeError("the loopback server did not start")
-        return self
-
-    def url(self, path: str = "") -> str:
-        return f"http://{self.host}:{self.port}{path}"
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
-
-
-def scenario_session(path: Path, *, variant: str | None = None, seed: int = 0,
+def scenario_session(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,
                      cli_set: Mapping[str, Any] | None = None,
                      record: Path | None = None) -> tuple[ToolSession, RecordWriter]:
     """A standalone session over one scenario variant's world (``harnesslab mcp``): the
     scenario's verified user, the variant's identity setting, tool runs recorded to ``record``.
     The world's clock stands at the scenario's start."""
     from harnesslab.bench.doors import ToolDoor
-    from harnesslab.bench.runner import _declared, _header
-    from harnesslab.bench.scenario import load_scenario
+    from harnesslab.bench.runner import open_record
     from harnesslab.bench.settings import resolve_settings
     from harnesslab.sim.tools import ToolBox
     from harnesslab.sim.world import World
 
-    sc = load_scenario(path)
-    names = [v.name for v in sc.variants]
-    name = variant or ("default" if "default" in names else names[0])
-    if name not in names:
-        raise InputError(f"no variant {name!r}; expected one of {', '.join(names)}",
-                         file=str(path), field="--variant")
-    v = sc.variants[names.index(name)]
-    settings = resolve_settings(sc, v, cli_set)
+    settings = resolve_settings(sc, variant, cli_set)
     world = World(sc.world.with_tools(settings.tools))
-    writer = RecordWriter(_header(sc, path, v, seed, settings, world), _declared(sc), record)
+    writer = open_record(sc, variant, seed, source, settings, world, record)
     door = ToolDoor(ToolBox(world, seed=seed), writer, sc.session.user)
     return ToolSession(sc.session.user, door, settings.harness.identity, writer), writer
+
+
+def http_server(sessions: ToolSessions, host: str = "127.0.0.1",
+                port: int = 0) -> tuple[Any, str]:
+    """The MCP app on a bound socket, not yet serving (``run()`` in the foreground, ``start()``
+    in a background thread, ``stop()``): (the server, its MCP URL)."""
+    from harnesslab.adapters.serve_app import Server
+
+    server = Server(http_app(sessions, host=host), host, port, lifespan="on")
+    return server, server.url.removesuffix("/v1") + "/mcp"

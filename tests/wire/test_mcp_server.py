@@ -5,8 +5,10 @@ control)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from harnesslab.bench.doors import ToolDoor
-from harnesslab.bench.mcp_server import LoopbackServer, ToolSession, ToolSessions, http_app
+from harnesslab.bench.mcp_server import ToolSession, ToolSessions, http_server
 from harnesslab.bench.scenario import bundled_dir, load_scenario
 from harnesslab.events import ListSink
 from harnesslab.sim.tools import ToolBox
@@ -35,6 +37,16 @@ def session(identity: Any = "bind", user: str = "U-1") -> tuple[ToolSession, Lis
     sink = ListSink()
     door = ToolDoor(ToolBox(World(sc.world)), sink, user)
     return ToolSession(user, door, identity, sink), sink
+
+
+@contextlib.contextmanager
+def mcp_http(sessions: ToolSessions) -> Iterator[str]:
+    server, url = http_server(sessions)
+    server.start()
+    try:
+        yield url
+    finally:
+        server.stop()
 
 
 def http_client(url: str, token: str | None) -> Client:
@@ -54,9 +66,9 @@ def test_http_serves_the_tools_with_their_schemas_for_the_token_s_user() -> None
     sessions = ToolSessions()
     s1, sink = session()
     token = sessions.open(s1)
-    with LoopbackServer(http_app(sessions)) as srv:
+    with mcp_http(sessions) as url:
         tools, results = asyncio.run(_list_and_call(
-            http_client(srv.url("/mcp"), token),
+            http_client(url, token),
             [("get_user_profile", {"user_id": "U-2"}), ("get_user_profile", {})]))
     by_name = {t.name: t for t in tools}
     assert set(by_name) == {d["name"] for d in s1.schemas()}
@@ -74,8 +86,8 @@ def call_once(identity: Any, name: str, args: dict[str, Any]) -> tuple[Any, List
     sessions = ToolSessions()
     s, sink = session(identity)
     token = sessions.open(s)
-    with LoopbackServer(http_app(sessions)) as srv:
-        _, results = asyncio.run(_list_and_call(http_client(srv.url("/mcp"), token),
+    with mcp_http(sessions) as url:
+        _, results = asyncio.run(_list_and_call(http_client(url, token),
                                                 [(name, args)]))
     return results[0], sink
 
@@ -103,8 +115,8 @@ def test_two_sessions_on_one_server_each_get_their_own_user() -> None:
             _list_and_call(http_client(url, ta), [("get_user_profile", {})]),
             _list_and_call(http_client(url, tb), [("get_user_profile", {})])))
 
-    with LoopbackServer(http_app(sessions)) as srv:
-        (_, ra), (_, rb) = asyncio.run(both(srv.url("/mcp")))
+    with mcp_http(sessions) as url:
+        (_, ra), (_, rb) = asyncio.run(both(url))
     assert U1_ADDRESS in ra[0].content[0].text and U2_ADDRESS in rb[0].content[0].text
     assert len(sink_a.of_type("tool_call")) == len(sink_b.of_type("tool_call")) == 1
 
@@ -121,10 +133,10 @@ def test_http_without_a_verified_token_runs_no_tool(token: str | None) -> None:
         headers["Authorization"] = f"Bearer {token}"
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "get_user_profile", "arguments": {}}}
-    with LoopbackServer(http_app(sessions)) as srv:
-        status = httpx.post(srv.url("/mcp"), json=call, headers=headers, timeout=30).status_code
+    with mcp_http(sessions) as url:
+        status = httpx.post(url, json=call, headers=headers, timeout=30).status_code
         with pytest.raises(BaseException, match="unhandled errors"):
-            asyncio.run(_list_and_call(http_client(srv.url("/mcp"), token),
+            asyncio.run(_list_and_call(http_client(url, token),
                                        [("get_user_profile", {})]))
     assert status == 401
     assert sink.events == []
