@@ -391,6 +391,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         sessions = m.ToolSessions()
         token = sessions.open(session, args.token)
         server, url = m.http_server(sessions, args.host, args.port)
+        # Listening before the URL is printed: a client that connects at once is queued until
+        # uvicorn accepts, never refused.
+        server.sock.listen(128)
         # stdout carries only these two lines (a program may read or eval them).
         print(f"HARNESSLAB_MCP_URL={url}\nHARNESSLAB_MCP_TOKEN={token}", flush=True)
         server.run()

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from harnesslab.bench.record import CALL_EVENTS, Record
 from harnesslab.bench.scenario import Expect, Scenario, UserStep, Variant
+from harnesslab.messages import ToolResultBlock
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,61 @@ def fresh_at(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[
                   f"(max_age {timedelta(seconds=max_age)})"
 
 
+# The checks that read the fake model's annotations (what it resolved, which constraints the
+# request showed it, why it could not check): not applicable to a real model's answers.
+ANNOTATION_CHECKS = ("in_force", "resolves", "unable")
+NOT_APPLICABLE_WHY = "a real model answered: no annotations say what it resolved or saw"
+
+
+def real_model(rec: Record) -> bool:
+    """Whether a real model answered this run (``bench.real_model``; the header names it)."""
+    return bool(rec.header.get("model"))
+
+
+def facts_in(rec: Record, ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """The successful tool results (JSON objects) visible in a recorded request, in order."""
+    out = []
+    for m in rec.request(ref).messages:
+        for b in m.content:
+            if isinstance(b, ToolResultBlock) and isinstance(b.output, str):
+                try:
+                    d = json.loads(b.output)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(d, dict) and "error" not in d:
+                    out.append(d)
+    return out
+
+
+def _values(d: Any) -> list[str]:
+    if isinstance(d, dict):
+        return [v for k, x in d.items() if k not in ("tool", "as_of") for v in _values(x)]
+    if isinstance(d, list):
+        return [v for x in d for v in _values(x)]
+    return [str(d)] if isinstance(d, str | int) and not isinstance(d, bool) else []
+
+
+def stated_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[str, Any] | None:
+    """For an answer without annotations (a real model's): the fact it states, read from the
+    answer itself: the latest tool result in the answering request one of whose values (an
+    id, a date, an address; four characters at least) the answer repeats."""
+    if call is None or not reply:
+        return None
+    for d in reversed(facts_in(rec, call["request"])):
+        if any(len(v) >= 4 and v in reply for v in _values(d)):
+            return {"tool": d.get("tool"), "as_of": d.get("as_of")}
+    return None
+
+
+def cited_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[str, Any] | None:
+    """The fact an answer cites: the fake model's annotation, or read from a real model's
+    answer (:func:`stated_fact`)."""
+    if real_model(rec):
+        return stated_fact(rec, call, reply)
+    cited: dict[str, Any] | None = (call or {}).get("annotations", {}).get("cited")
+    return cited
+
+
 def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) -> list[CheckOutcome]:
     reply: str = turn["reply"] or ""
     last = _last_answer_call(rec, turn)
@@ -105,7 +163,7 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         # Not calling is a virtue only in a turn that answered.
         add("not_called", not bad and not failed, failed or f"called {called}")
     if expect.fresh_fact is not None:
-        ok, detail = fresh_at(rec, ann.get("cited"), now) if not turn["failed"] else \
+        ok, detail = fresh_at(rec, cited_fact(rec, last, reply), now) if not turn["failed"] else \
             (False, "turn failed")
         add("fresh_fact", ok == expect.fresh_fact, detail)
     if expect.resolves is not None:
@@ -153,13 +211,20 @@ def leaks_in_step(rec: Record, step: int, reply: str) -> list[str]:
     return sorted(found)
 
 
-def evaluate(rec: Record, sc: Scenario) -> list[CheckOutcome]:
+def evaluate_split(rec: Record, sc: Scenario) -> tuple[list[CheckOutcome], list[str]]:
+    """The checks that apply, and the ids of those that do not (a real model's run:
+    :data:`ANNOTATION_CHECKS`)."""
     turns = {e["step"]: e for e in rec.of_type("turn")}
     out: list[CheckOutcome] = []
     for i, step in enumerate(sc.steps, start=1):
         if isinstance(step, UserStep) and i in turns:
             out += evaluate_turn(rec, i, step.expect, turns[i])
-    return out
+    skip = ANNOTATION_CHECKS if real_model(rec) else ()
+    return [c for c in out if c.kind not in skip], [c.id for c in out if c.kind in skip]
+
+
+def evaluate(rec: Record, sc: Scenario) -> list[CheckOutcome]:
+    return evaluate_split(rec, sc)[0]
 
 
 def matching(checks: list[CheckOutcome], want: str) -> list[CheckOutcome]:
@@ -168,13 +233,17 @@ def matching(checks: list[CheckOutcome], want: str) -> list[CheckOutcome]:
     return [c for c in checks if (c.id if by_id else c.kind) == want]
 
 
-def verdict(checks: list[CheckOutcome], variant: Variant) -> Verdict:
+def verdict(checks: list[CheckOutcome], variant: Variant,
+            not_applicable: Sequence[str] = ()) -> Verdict:
     """One run's verdict. A check expected to fail in a fraction of the seeds may go either way
-    in one run; ``harnesslab.bench.suite`` judges it across the seeds."""
+    in one run; ``harnesslab.bench.suite`` judges it across the seeds. An expected failure
+    naming only checks that do not apply is no expectation for this run."""
     unexpected: list[str] = []
     covered: set[str] = {c.id for r in variant.fail_rates for c in matching(checks, r.check)}
     for want in variant.fail_always:
         hits = matching(checks, want)
+        if not hits and any(want in (n, n.split(".", 1)[1]) for n in not_applicable):
+            continue
         failing = [c for c in hits if not c.passed]
         covered.update(c.id for c in hits)
         if not failing:

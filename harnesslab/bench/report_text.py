@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from harnesslab.bench.checks import NOT_APPLICABLE_WHY
 from harnesslab.bench.runner import RunResult
 from harnesslab.bench.suite import summarize
 
@@ -96,6 +97,9 @@ def format_results(results: Sequence[RunResult], summary: dict[str, Any] | None 
             lines.append(f"  ! {row['scenario']}/{row['variant']}: {u}")
         for u in row.get("not_applicable", []):
             lines.append(f"  - {row['scenario']}/{row['variant']}: {u}")
+        if row.get("checks_not_applicable"):
+            lines.append(f"  n/a {row['scenario']}/{row['variant']}: "
+                         f"{', '.join(row['checks_not_applicable'])} ({NOT_APPLICABLE_WHY})")
     notes = LEGEND
     if seeds > 1:
         notes += (f"; with {seeds} seeds: rates with 95% Wilson intervals, costs with bootstrap "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.checks import CheckOutcome, Verdict, evaluate, verdict
+from harnesslab.bench.checks import NOT_APPLICABLE_WHY, CheckOutcome, Verdict, evaluate_split, verdict
 from harnesslab.bench.doors import harness_context
 from harnesslab.bench.metrics import run_metrics
 from harnesslab.bench.record import Declared
@@ -35,7 +35,7 @@ from harnesslab.errors import InputError, NotApplicable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.registry import harness_label, load_harness
 from harnesslab.messages import DataBlock, Message, Request
-from harnesslab.sim.endpoint import Endpoint
+from harnesslab.sim.endpoint import Endpoint, ModelLike
 from harnesslab.sim.filler import exchanges, make_filler
 from harnesslab.sim.intents import CONSTRAINT_PHRASES
 from harnesslab.sim.model import FakeModel, SummarizerProfile
@@ -67,6 +67,8 @@ class RunResult:
     role: str = "baseline"                                   # baseline, control or fix
     rates: list[FailRate] = field(default_factory=list)      # checks failing in some seeds
     not_applicable: bool = False  # the scenario needs what this harness does not expose
+    # The checks this run cannot judge (a real model has no annotations), by id.
+    checks_not_applicable: list[str] = field(default_factory=list)
 
     @property
     def expected(self) -> bool:
@@ -83,6 +85,7 @@ class RunResult:
                 "unexpected": self.verdict.unexpected if self.verdict else [],
                 "settings": self.settings, "overridden": self.overridden, "control": self.control,
                 "role": self.role, "not_applicable": self.not_applicable,
+                "checks_not_applicable": self.checks_not_applicable,
                 "checks": [c.to_dict() for c in self.checks], "metrics": self.metrics}
 
 
@@ -119,6 +122,8 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
         "expects": {str(i): st.expect.model_dump(mode="json", exclude_defaults=True)
                     for i, st in enumerate(sc.steps, start=1) if isinstance(st, UserStep)},
         "expect_fail": [f if isinstance(f, str) else f.model_dump() for f in variant.expect_fail],
+        # Only a real model is named: the fake model's records stay as they were.
+        **({"model": s.model.header()} if s.model.real else {}),
     }
 
 
@@ -161,10 +166,13 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                        rates=variant.fail_rates)
     try:
         _drive(sc, settings, world, writer, seed, path.parent if path else None, on_step)
-        result.checks = evaluate(writer.record, sc)
+        result.checks, result.checks_not_applicable = evaluate_split(writer.record, sc)
         for c in result.checks:
             writer.emit(c.to_dict())
-        result.verdict = verdict(result.checks, variant)
+        if result.checks_not_applicable:
+            writer.emit({"type": "not_applicable", "checks": result.checks_not_applicable,
+                         "why": NOT_APPLICABLE_WHY})
+        result.verdict = verdict(result.checks, variant, result.checks_not_applicable)
         result.metrics = run_metrics(writer.record, result.checks)
         result.call_errors = [(e["estimate"] - e["true_input"]) / e["true_input"]
                               for e in writer.record.of_type("model_call")
@@ -222,10 +230,15 @@ def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter,
     the service and fake model behind the endpoint, the world's tools and clock."""
     cache = TokenCache()
     service = SimulatedService(s.service, cache)
-    model = FakeModel(sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
-                      extractor=SummarizerProfile(**s.extractor),
-                      max_ages={t: world.max_age(t) for t in world.spec.offered()},
-                      phrases={k: tuple(v) for k, v in sc.model.phrases.items()})
+    model: ModelLike = FakeModel(
+        sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
+        extractor=SummarizerProfile(**s.extractor),
+        max_ages={t: world.max_age(t) for t in world.spec.offered()},
+        phrases={k: tuple(v) for k, v in sc.model.phrases.items()})
+    if s.model.real:
+        from harnesslab.bench.real_model import OpenAICompatibleModel
+
+        model = OpenAICompatibleModel(s.model, s.service.name)
     endpoint = Endpoint(service, model, writer)
     ctx = harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
                           session_id=sc.session.id, user_id=sc.session.user, workdir=workdir,

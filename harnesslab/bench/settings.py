@@ -5,7 +5,8 @@ Keys: any harness field (``harness``, ``strategy``, ``context_size``,
 ``codex.auto_compact_limit``, ...); ``service`` (a profile name or a mapping) and
 ``service.<field>``; ``summarizer`` / ``extractor`` (mappings: how faithfully the fake model
 summarizes, and answers a pin extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
-world's spec of that tool, replaced whole: max_age, failures).
+world's spec of that tool, replaced whole: max_age, failures); ``model`` (``fake``, the default,
+or ``openai-compatible``: a real model, ``bench.real_model``) and ``model.<field>``.
 
 Layers, later wins: the defaults, the scenario's own settings, the command line (or a sweep
 cell), then the variant's ``set``: a variant keeps what defines it whatever the command line
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from harnesslab.bench.real_model import ModelSpec, model_layer
 from harnesslab.errors import InputError
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.sim.service import PROFILES, ServiceProfile, get_profile
@@ -35,6 +37,7 @@ class Settings:
     summarizer: dict[str, Any]
     extractor: dict[str, Any]
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # world tool spec overrides
+    model: ModelSpec = field(default_factory=ModelSpec)  # which model answers
 
 
 def _first_error(e: ValidationError, prefix: str = "") -> InputError:
@@ -63,6 +66,7 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
     service: dict[str, Any] = {"profile": "openai-128k"}
     models: dict[str, dict[str, Any]] = {"summarizer": {}, "extractor": {}}
     tools: dict[str, dict[str, Any]] = {}
+    model: dict[str, Any] = {}
     for layer in overrides:
         for key, value in layer.items():
             if key == "service":
@@ -92,6 +96,8 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                                                               for v in value.values()):
                     raise InputError("expected a mapping per tool (max_age, failures)", field=key)
                 tools.update({str(k): dict(v) for k, v in value.items()})
+            elif key == "model" or key.startswith("model."):
+                model_layer(key, value, model)
             elif key == "codex":
                 if not isinstance(value, Mapping):
                     raise InputError("expected a mapping", field=key)
@@ -105,7 +111,7 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                     "unknown setting; expected a harness field ("
                     + ", ".join(f for f in HarnessConfig.model_fields if f != "codex")
                     + "), codex.<field>, service[.<field>], summarizer[.<field>], "
-                    "extractor[.<field>] or world.tools.<tool>", field=key)
+                    "extractor[.<field>], world.tools.<tool> or model[.<field>]", field=key)
     try:
         cfg = HarnessConfig.model_validate({**harness, "codex": codex})
     except ValidationError as e:
@@ -138,7 +144,11 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
             ToolSpec.model_validate(spec)
         except ValidationError as e:
             raise _first_error(e, f"world.tools.{name}.") from None
-    return Settings(cfg, profile, models["summarizer"], models["extractor"], tools)
+    try:
+        answering = ModelSpec.model_validate(model)
+    except ValidationError as e:
+        raise _first_error(e, "model.") from None
+    return Settings(cfg, profile, models["summarizer"], models["extractor"], tools, answering)
 
 
 def scenario_layers(sc: Scenario) -> list[Mapping[str, Any]]:

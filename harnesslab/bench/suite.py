@@ -52,6 +52,7 @@ def summarize(results: Sequence[RunResult]) -> dict[str, Any]:
             "pass_hat_k": {str(k): pass_hat_k(passed, n, k) for k in range(1, n + 1)},
             "metrics": aggregate([r.metrics for r in runs if r.metrics]),
             "errors": [r.error for r in runs if r.error],
+            "checks_not_applicable": sorted({c for r in runs for c in r.checks_not_applicable}),
         })
     by_locale: dict[str, list[float]] = {}
     for r in results:

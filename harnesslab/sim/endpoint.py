@@ -55,7 +55,16 @@ class Endpoint:
                             "true_input": d.true_input, "planned_output": d.planned_output,
                             "limit_name": d.limit_name, "limit": d.limit})
             raise
-        reply = self.model.reply(request)
+        try:
+            reply = self.model.reply(request)
+        except ContextOverflowError as e:
+            # A real model's own window (bench.real_model): recorded as the service's would be.
+            self.sink.emit({"type": "overflow", "call": n, "purpose": purpose,
+                            "request": request, "estimate": estimate,
+                            "true_input": usage.input_tokens,
+                            "planned_output": usage.planned_output,
+                            "limit_name": e.detail.limit_name, "limit": None})
+            raise
         out_text = "".join(
             b.text if isinstance(b, TextBlock) else
             (b.name + b.input) if isinstance(b, ToolCallBlock) else "" for b in reply.blocks)
