@@ -421,6 +421,37 @@ def _add_mcp(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     m.set_defaults(func=_cmd_mcp)
 
 
+def _cmd_agree(args: argparse.Namespace) -> int:
+    from harnesslab.bench.agree import Replayer, agree, format_agreement, record_paths, summary
+
+    paths = record_paths(args.records)
+    turns = agree(paths, Replayer(args.base_url, args.model, args.api_key_env, args.timeout))
+    if args.json:
+        print(json.dumps({"summary": summary(turns), "turns": [t.to_dict() for t in turns]},
+                         ensure_ascii=False, indent=2))
+    else:
+        print(format_agreement(turns), end="")
+    return 0
+
+
+def _add_agree(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    a = sub.add_parser(
+        "agree", help="replay recorded requests to a real model: do the fake model's verdicts "
+        "transfer?", description="Sends each recorded turn's requests to a model behind an "
+        "OpenAI-compatible endpoint and reports, per turn, whether its answer passes the same "
+        "answer-level checks as the fake model's, and the agreement rate. Needs the openai "
+        "extra: pip install 'harnesslab[openai]'.")
+    a.add_argument("records", nargs="+", metavar="RECORD",
+                   help="record files, or folders searched for seed*.jsonl")
+    a.add_argument("--base-url", required=True, metavar="URL", help="e.g. http://127.0.0.1:8765/v1")
+    a.add_argument("--model", required=True, metavar="NAME", help="the model name to send")
+    a.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="the environment variable holding the API key (default OPENAI_API_KEY)")
+    a.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    a.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    a.set_defaults(func=_cmd_agree)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from harnesslab import __version__
 
@@ -491,6 +522,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fidelity(sub)
     _add_sweep_parsers(sub)
     _add_mcp(sub)
+    _add_agree(sub)
     from harnesslab.cli_wire import add_wire_parsers
 
     add_wire_parsers(sub)
