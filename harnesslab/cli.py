@@ -376,12 +376,14 @@ def _add_sweep_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore
 def _cmd_mcp(args: argparse.Namespace) -> int:
     import asyncio
 
-    from harnesslab.bench import mcp_server as m
+    from harnesslab.adapters import mcp_app as m
     from harnesslab.cli_wire import scenario_variant
 
     m.require_mcp()
+    from harnesslab.bench.mcp_scenario import scenario_session
+
     path, sc, variant = scenario_variant(args.scenario, args.variant)
-    session, writer = m.scenario_session(sc, variant, seed=args.seed, source=path,
+    session, writer = scenario_session(sc, variant, seed=args.seed, source=path,
                                          cli_set=_parse_sets(args.set),
                                          record=Path(args.record) if args.record else None)
     try:

@@ -8,7 +8,9 @@ per bench process on a loopback port, one API key per session). Its environment 
   (the official SDKs read both);
 - ``HARNESSLAB_TOOLS_URL``: ``GET`` the tool schemas, ``POST {URL}/NAME`` to run one (the
   acting user is the session's verified user, whatever the arguments say);
-- ``HARNESSLAB_SESSION_ID``, ``HARNESSLAB_SESSION_USER``: the session and its verified user.
+- ``HARNESSLAB_SESSION_ID``, ``HARNESSLAB_SESSION_USER``: the session and its verified user;
+- ``HARNESSLAB_MCP_URL``, ``HARNESSLAB_MCP_TOKEN``: the same tools over MCP (streamable HTTP,
+  ``Authorization: Bearer TOKEN``; ``adapters.mcp_app``), when the mcp extra is installed.
 
 The bench writes each step as one JSON line on the program's stdin and reads one JSON line
 back from its stdout (stderr is free for logs):
@@ -46,6 +48,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from harnesslab.adapters import mcp_app
 from harnesslab.adapters.serve_app import Server, Sessions, WireSession, build_app
 from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.config import HarnessConfig
@@ -100,7 +103,12 @@ def _stop(proc: subprocess.Popen[str], sessions: Sessions, token: str) -> None:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait(10)
+    _stop_session(sessions, token)
+
+
+def _stop_session(sessions: Sessions, token: str) -> None:
     sessions.remove(token)
+    mcp_app.close_for(token)
 
 
 class CmdHarness(HarnessBase):
@@ -117,18 +125,22 @@ class CmdHarness(HarnessBase):
         # A credential, never recorded: other sessions on this server must not guess it, and
         # nothing a run measures depends on it.
         self._token = secrets.token_urlsafe(18)
-        self._sessions.add(self._token, WireSession(context))
+        wire = WireSession(context)
+        self._sessions.add(self._token, wire)
         base = server.url.removesuffix("/v1")
         env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": self._token,
                "HARNESSLAB_TOOLS_URL": f"{base}/harnesslab/tools",
                "HARNESSLAB_SESSION_ID": context.session.id,
-               "HARNESSLAB_SESSION_USER": context.session.user, "PYTHONUNBUFFERED": "1"}
+               "HARNESSLAB_SESSION_USER": context.session.user, "PYTHONUNBUFFERED": "1",
+               # The tools over MCP too, for the same token; the acting user as config.identity
+               # says (the verified session user, unless the variant is the trust control).
+               **mcp_app.open_for(context, config.identity, self._token, wire.lock)}
         try:
             self._proc = subprocess.Popen(command_words(command), stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True, encoding="utf-8", errors="replace", env=env)
         except (OSError, ValueError) as e:
-            self._sessions.remove(self._token)
+            _stop_session(self._sessions, self._token)
             raise HarnessGone(f"{self.label}: cannot start {command!r}: {e}") from None
         self._lines: queue.Queue[Any] = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=200)

@@ -20,8 +20,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from harnesslab.adapters.mcp_app import ToolSession, ToolSessions, http_server
 from harnesslab.bench.doors import ToolDoor
-from harnesslab.bench.mcp_server import ToolSession, ToolSessions, http_server
 from harnesslab.bench.scenario import bundled_dir, load_scenario
 from harnesslab.events import ListSink
 from harnesslab.sim.tools import ToolBox

@@ -26,14 +26,11 @@ import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.record import RecordWriter
-from harnesslab.bench.scenario import Scenario, Variant
 from harnesslab.errors import InputError
 from harnesslab.events import EventSink
-from harnesslab.harness.base import ToolExecutor
+from harnesslab.harness.base import HarnessContext, ToolExecutor
 from harnesslab.harness.identity import IdentityMode, bind_identity
 from harnesslab.messages import ToolOutcome
 
@@ -173,25 +170,6 @@ async def serve_stdio(session: ToolSession) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def scenario_session(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,
-                     cli_set: Mapping[str, Any] | None = None,
-                     record: Path | None = None) -> tuple[ToolSession, RecordWriter]:
-    """A standalone session over one scenario variant's world (``harnesslab mcp``): the
-    scenario's verified user, the variant's identity setting, tool runs recorded to ``record``.
-    The world's clock stands at the scenario's start."""
-    from harnesslab.bench.doors import ToolDoor
-    from harnesslab.bench.runner import open_record
-    from harnesslab.bench.settings import resolve_settings
-    from harnesslab.sim.tools import ToolBox
-    from harnesslab.sim.world import World
-
-    settings = resolve_settings(sc, variant, cli_set)
-    world = World(sc.world.with_tools(settings.tools))
-    writer = open_record(sc, variant, seed, source, settings, world, record)
-    door = ToolDoor(ToolBox(world, seed=seed), writer, sc.session.user)
-    return ToolSession(sc.session.user, door, settings.harness.identity, writer), writer
-
-
 def http_server(sessions: ToolSessions, host: str = "127.0.0.1",
                 port: int = 0) -> tuple[Any, str]:
     """The MCP app on a bound socket, not yet serving (``run()`` in the foreground, ``start()``
@@ -200,3 +178,43 @@ def http_server(sessions: ToolSessions, host: str = "127.0.0.1",
 
     server = Server(http_app(sessions, host=host), host, port, lifespan="on")
     return server, server.url.removesuffix("/v1") + "/mcp"
+
+
+_shared: tuple[Any, ToolSessions, str] | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_sessions() -> tuple[ToolSessions, str] | None:
+    """The bench process's one MCP server for black-box sessions, started on first use: its
+    sessions and URL; None when the mcp extra is not installed (no MCP for the program)."""
+    global _shared
+    try:
+        require_mcp()
+    except InputError:
+        return None
+    with _shared_lock:
+        if _shared is None:
+            sessions = ToolSessions()
+            server, url = http_server(sessions)
+            _shared = (server.start(), sessions, url)
+        return _shared[1], _shared[2]
+
+
+def open_for(context: HarnessContext, identity: IdentityMode, token: str,
+             lock: threading.Lock) -> dict[str, str]:
+    """Open a harness context's tools on the shared MCP server under ``token`` (``lock``: the
+    one its model calls take, so a tool run and a model call never interleave in the record);
+    the program's environment variables, or none without the mcp extra."""
+    shared = shared_sessions()
+    if shared is None:
+        return {}
+    sessions, url = shared
+    sessions.open(ToolSession(context.session.user, context.tools, identity, context.sink,
+                              lock=lock), token)
+    return {"HARNESSLAB_MCP_URL": url, "HARNESSLAB_MCP_TOKEN": token}
+
+
+def close_for(token: str) -> None:
+    """Refuse ``token`` from now on (the session ended)."""
+    if _shared is not None:
+        _shared[1].close(token)
