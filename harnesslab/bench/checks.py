@@ -37,10 +37,21 @@ def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
     return rec.in_step(step, *CALL_EVENTS)
 
 
-def _last_answer_call(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:
+def answer_call(calls: list[dict[str, Any]], reply: str) -> dict[str, Any] | None:
+    """Of a turn's ``reply`` model calls, the one that gave its answer: the last whose text is
+    the answer (a black-box harness may call the model again after answering, to summarise,
+    through the same endpoint), else the last."""
+    texts = ["".join(b.get("text", "") for b in e["reply"] if b["type"] == "text")
+             for e in calls]
+    hits = [i for i, t in enumerate(texts) if reply and t == reply]
+    return calls[hits[-1]] if hits else calls[-1] if calls else None
+
+
+def turn_answer(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:
+    """The model call that gave a turn's answer (:func:`answer_call`)."""
     calls = [e for e in _turn_calls(rec, turn["step"])
              if e["type"] == "model_call" and e["purpose"] == "reply"]
-    return calls[-1] if calls else None
+    return answer_call(calls, turn["reply"] or "")
 
 
 def fresh_at(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[bool, str]:
@@ -118,7 +129,7 @@ def cited_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[str
 
 def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) -> list[CheckOutcome]:
     reply: str = turn["reply"] or ""
-    last = _last_answer_call(rec, turn)
+    last = turn_answer(rec, turn)
     ann: dict[str, Any] = last["annotations"] if last else {}
     now = datetime.fromisoformat(turn["now"])
     out: list[CheckOutcome] = []

@@ -47,7 +47,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from harnesslab.bench.checks import CheckOutcome, cited_fact, facts_in, fresh_at, leaks_in_step, real_model
+from harnesslab.bench.checks import (
+    CheckOutcome,
+    cited_fact,
+    facts_in,
+    fresh_at,
+    leaks_in_step,
+    real_model,
+    turn_answer,
+)
 from harnesslab.bench.record import Record
 from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, Constraint, is_reference
 from harnesslab.sim.model import BRIEF_MAX_CHARS, LONG_MIN_CHARS
@@ -85,7 +93,6 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     world_ids: set[str] = set(h["world_ids"])
     turns = rec.of_type("turn")
     calls = rec.of_type("model_call")
-    by_call = {e["call"]: e for e in calls}
 
     # follow-up accuracy
     fu = [0, 0]
@@ -96,7 +103,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         if (is_reference(intent.get("order")) or is_reference(intent.get("user"))) \
                 and exp.get("resolves") and not real_model(rec):
             fu[1] += 1
-            ann = by_call.get(t["last_call"], {}).get("annotations", {})
+            ann = (turn_answer(rec, t) or {}).get("annotations", {})
             resolved = ann.get("resolved") or {}
             ok = all(resolved.get(k) == v for k, v in exp["resolves"].items())
             fu[0] += ok and all(c.passed for c in _turn_checks(checks, t["step"]))
@@ -147,7 +154,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     # staleness and wasted re-queries (world clock)
     stale = [0, 0]
     for t in turns:
-        last = by_call.get(t["last_call"])
+        last = turn_answer(rec, t)
         ann = (last or {}).get("annotations", {})
         cited = cited_fact(rec, last, t["reply"] or "")
         if t["failed"] or ann.get("kind", "answer") != "answer" or not cited \

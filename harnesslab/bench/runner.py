@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.checks import NOT_APPLICABLE_WHY, CheckOutcome, Verdict, evaluate_split, verdict
+from harnesslab.bench.checks import (
+    NOT_APPLICABLE_WHY,
+    CheckOutcome,
+    Verdict,
+    answer_call,
+    evaluate_split,
+    verdict,
+)
 from harnesslab.bench.doors import harness_context
 from harnesslab.bench.metrics import run_metrics
 from harnesslab.bench.record import Declared
@@ -203,15 +210,17 @@ def _turn(harness: Harness, text: str, images: tuple[DataBlock, ...]) -> tuple[T
     return res, ""
 
 
-def _model_failed(writer: RecordWriter, step: int, first: int, last: int) -> tuple[bool, str]:
-    """A turn the harness completed still failed when the model's last reply asked to clarify
-    (it could not find the utterance or its referent) or said it could not check (the fact it
-    needed was an error): design 3.3, a failed turn, whatever text came back."""
+def _model_failed(writer: RecordWriter, step: int, first: int, last: int,
+                  reply: str = "") -> tuple[bool, str]:
+    """A turn the harness completed still failed when the model's answering reply asked to
+    clarify (it could not find the utterance or its referent) or said it could not check (the
+    fact it needed was an error): design 3.3, a failed turn, whatever text came back."""
     replies = [e for e in writer.record.in_step(step, "model_call")
                if first <= e["call"] <= last and e["purpose"] == "reply"]
-    if not replies:
+    answering = answer_call(replies, reply)
+    if answering is None:
         return False, ""
-    ann = replies[-1].get("annotations") or {}
+    ann = answering.get("annotations") or {}
     if ann.get("kind") == "clarify":
         return True, f"the model asked to clarify ({ann.get('reason')})"
     if ann.get("kind") == "answer" and (ann.get("cited") or {}).get("error"):
@@ -275,7 +284,7 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             res, tb = _turn(harness, step.user, images)
             failed, reason = res.failed, res.reason
             if not failed:
-                failed, reason = _model_failed(writer, i, first, endpoint.calls)
+                failed, reason = _model_failed(writer, i, first, endpoint.calls, res.text)
             event: dict[str, Any] = {
                 "type": "turn", "text": step.user, "reply": res.text, "failed": failed,
                 "reason": reason, "harness_failed": res.failed, "first_call": first,
