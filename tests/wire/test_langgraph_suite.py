@@ -1,0 +1,81 @@
+"""The LangGraph example through the whole bundled suite, black-box on loopback (slow: one
+program per run): the table names it, its records hold every request it sent, and the checks
+it fails are ones its own context handling (trim to 2000 approximate tokens, summarise only
+after an answer, no time stated) explains."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harnesslab.adapters.openai_wire import request_from_openai
+from harnesslab.bench.record import CALL_EVENTS, Record
+from harnesslab.cli import main
+from tests.wire.test_cmd import ROOT
+
+pytest.importorskip("langgraph")
+pytest.importorskip("langchain_openai")
+pytest.importorskip("mcp")
+
+# Logs every body the agent sends (LangChain calls the SDK's async client) before sending it.
+LOGGING = """import runpy, json, os, sys
+from openai.resources.chat.completions import AsyncCompletions
+real = AsyncCompletions.create
+async def create(self, **kw):
+    with open(os.environ["SENT_LOG"], "a") as f:
+        f.write(json.dumps({k: kw[k] for k in ("messages", "tools", "max_completion_tokens",
+                                               "max_tokens") if k in kw},
+                           ensure_ascii=False) + "\\n")
+    return await real(self, **kw)
+AsyncCompletions.create = create
+runpy.run_path(sys.argv[1], run_name="__main__")
+"""
+
+
+def run_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+              capsys: pytest.CaptureFixture[str], *paths: str) -> tuple[int, dict, Path]:
+    monkeypatch.setenv("SENT_LOG", str(tmp_path / "sent.jsonl"))
+    wrapper = tmp_path / "logging_agent.py"
+    wrapper.write_text(LOGGING, encoding="utf-8")
+    example = ROOT / "examples" / "langgraph_agent.py"
+    out = tmp_path / "out"
+    code = main(["run", *paths, "--set", f"harness=cmd:python {wrapper} {example}",
+                 "--set", "turn_timeout=120", "--out", str(out), "--json"])
+    return code, json.loads(capsys.readouterr().out), out
+
+
+@pytest.mark.slow
+def test_langgraph_example_through_the_bundled_suite(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, summary, out = run_suite(tmp_path, monkeypatch, capsys)
+    assert code == 1  # it is not the reference harness: some outcomes differ
+    rows = {(r["scenario"], r["variant"]): r for r in summary["rows"]}
+    assert {r["settings"]["harness"] for r in rows.values()} == {"cmd:langgraph_agent.py"}
+    # Every request it sent is in the records, in order (runs are serial, in summary order).
+    sent = [json.loads(x) for x in (tmp_path / "sent.jsonl").read_text().splitlines()]
+    recorded = []
+    for scenario, variant in rows:
+        rec = Record.load(out / scenario / variant / "seed0.jsonl")
+        recorded += [rec.request(e["request"]) for e in rec.events if e["type"] in CALL_EVENTS]
+    assert len(sent) == len(recorded) > 100
+    for body, req in zip(sent, recorded, strict=True):
+        assert request_from_openai(body, session_id=req.session_id) == req
+    # Its trimming keeps 2000 tokens by LangChain's count (characters / 4), and writes a
+    # summary only after an answer: the small talk preloaded after the first question pushes
+    # O-1001 out of the trimmed request before any summary holds it.
+    follow = rows[("followup-after-filler-zh", "default")]["unexpected"]
+    assert any("s3.resolves failed: resolved nothing" in u for u in follow)
+    rec = Record.load(out / "followup-after-filler-zh" / "default" / "seed0.jsonl")
+    s3 = [e for e in rec.of_type("model_call") if e["step"] == 3]
+    assert "O-1001" not in rec.request_text(s3[0]["request"])
+    assert "Create a summary" in rec.request(s3[-1]["request"]).messages[-1].plain_text()
+    # It never states the time: yesterday's ETA is served as today's.
+    stale = rows[("stale-logistics-zh", "default")]["unexpected"]
+    assert any("fresh_fact failed: stale" in u for u in stale)
+    # No run hung or crashed, except where the scenario needs the harness's own estimate.
+    errors = {k: r["errors"] for k, r in rows.items() if r["errors"]}
+    why = "not applicable: filler fill_to needs the harness's own estimate"
+    assert all(why in e for es in errors.values() for e in es), errors
