@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from harnesslab.bench.record import Record
+from harnesslab.bench.report_text import format_results
 from harnesslab.bench.runner import RunResult, run_scenario_file
 from harnesslab.bench.scenario import bundled_dir
 from harnesslab.bench.settings import resolve
@@ -53,6 +54,9 @@ def test_answer_level_checks_apply_and_annotation_checks_are_not_applicable(
     assert "run-1" not in r.record.read_text()  # the key itself is never recorded
     assert r.metrics["followup_accuracy"]["den"] == 0  # what it resolved is unknown
     assert any(e["type"] == "not_applicable" for e in rec.events)
+    table = format_results([r])
+    assert "n/a followup-o1001-zh/default: s2.resolves (a real model answered" in table
+    assert "n/a" not in format_results([f])
 
 
 def test_a_stale_answer_fails_fresh_fact_read_from_the_answer(
