@@ -78,6 +78,11 @@ def test_http_serves_the_tools_with_their_schemas_for_the_token_s_user() -> None
     assert all(U1_ADDRESS in t and U2_ADDRESS not in t for t in texts)
     calls = sink.of_type("tool_call")
     assert [c["acting_user"] for c in calls] == ["U-1", "U-1"]
+    # Nothing of the scenario beyond the tools: no utterance, expectation or other user's data.
+    wire = json.dumps([t.model_dump() for t in tools] + texts, ensure_ascii=False)
+    sc = load_scenario(SPOOF)
+    assert not [u for u in sc.lexicon if u in wire]
+    assert "13900000002" not in wire and "李四" not in wire and "expect" not in wire
     assert [p["identity"] for p in sink.of_type("tool_policy")] == ["overridden", "bound"]
 
 
