@@ -373,87 +373,6 @@ def _add_sweep_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore
     rp.set_defaults(func=_cmd_report)
 
 
-def _cmd_mcp(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from harnesslab.adapters import mcp_app as m
-    from harnesslab.cli_wire import scenario_variant
-
-    m.require_mcp()
-    from harnesslab.bench.mcp_scenario import scenario_session
-
-    path, sc, variant = scenario_variant(args.scenario, args.variant)
-    session, writer = scenario_session(sc, variant, seed=args.seed, source=path,
-                                         cli_set=_parse_sets(args.set),
-                                         record=Path(args.record) if args.record else None)
-    try:
-        if args.stdio:
-            asyncio.run(m.serve_stdio(session))
-            return 0
-        sessions = m.ToolSessions()
-        token = sessions.open(session, args.token)
-        server, url = m.http_server(sessions, args.host, args.port)
-        # Listening before the URL is printed: a client that connects at once is queued until
-        # uvicorn accepts, never refused.
-        server.sock.listen(128)
-        # stdout carries only these two lines (a program may read or eval them).
-        print(f"HARNESSLAB_MCP_URL={url}\nHARNESSLAB_MCP_TOKEN={token}", flush=True)
-        server.run()
-        return 0
-    finally:
-        writer.close()
-
-
-def _add_mcp(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    m = sub.add_parser(
-        "mcp", help="serve a scenario's tools as an MCP server (stdio or streamable HTTP)",
-        description="The world's tools of one scenario variant over MCP. Tools act for the "
-        "scenario's verified user, whatever user_id a call passes (unless the variant sets "
-        "identity: trust). Over HTTP every request needs the printed bearer token. Needs the "
-        "mcp extra: pip install 'harnesslab[mcp]'.")
-    m.add_argument("scenario", metavar="SCENARIO", help="a scenario file or a bundled id")
-    m.add_argument("--variant", metavar="NAME", help="default: 'default', else the first")
-    m.add_argument("--seed", type=int, default=0, help="the seed of the tools' failure draws")
-    m.add_argument("--set", action="append", metavar="KEY=VALUE", help="a setting, as for run")
-    m.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default: HTTP)")
-    m.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
-    m.add_argument("--port", type=int, default=0, help="HTTP port (default: any free one)")
-    m.add_argument("--token", help="the session's bearer token (default: a random one)")
-    m.add_argument("--record", metavar="FILE", help="write the tool runs to this record")
-    m.set_defaults(func=_cmd_mcp)
-
-
-def _cmd_agree(args: argparse.Namespace) -> int:
-    from harnesslab.bench.agree import Replayer, agree, format_agreement, record_paths, summary
-
-    paths = record_paths(args.records)
-    turns = agree(paths, Replayer(args.base_url, args.model, args.api_key_env, args.timeout))
-    if args.json:
-        print(json.dumps({"summary": summary(turns), "turns": [t.to_dict() for t in turns]},
-                         ensure_ascii=False, indent=2))
-    else:
-        print(format_agreement(turns), end="")
-    return 0
-
-
-def _add_agree(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    a = sub.add_parser(
-        "agree", help="replay recorded requests to a real model: do the fake model's verdicts "
-        "transfer?", description="Sends each recorded turn's requests to a model behind an "
-        "OpenAI-compatible endpoint and reports, per turn, whether its answer passes the same "
-        "answer-level checks as the fake model's, and the agreement rate. Needs the openai "
-        "extra: pip install 'harnesslab[openai]'.")
-    a.add_argument("records", nargs="+", metavar="RECORD",
-                   help="record files, or folders searched for seed*.jsonl")
-    a.add_argument("--base-url", required=True, metavar="URL", help="e.g. http://127.0.0.1:8765/v1")
-    a.add_argument("--model", required=True, metavar="NAME", help="the model name to send")
-    a.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                   help="the environment variable holding the API key (default OPENAI_API_KEY)")
-    a.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
-    a.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    a.set_defaults(func=_cmd_agree)
-
-
 def build_parser() -> argparse.ArgumentParser:
     from harnesslab import __version__
 
@@ -523,8 +442,6 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=_cmd_schema)
     _add_fidelity(sub)
     _add_sweep_parsers(sub)
-    _add_mcp(sub)
-    _add_agree(sub)
     from harnesslab.cli_wire import add_wire_parsers
 
     add_wire_parsers(sub)
