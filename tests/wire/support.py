@@ -26,3 +26,35 @@ def serving(out: Path, *, scenario: Path = FOLLOWUP, variant: str = "default",
     finally:
         server.stop()
         serve.close()
+
+
+def example_through_suite(example: Path, logging: str, tmp: Path, monkeypatch: Any,
+                          capsys: Any, *run_args: str) -> tuple[int, dict[tuple[str, str], Any],
+                                                                Path]:
+    """``harnesslab run`` of the bundled suite with ``example`` as a black-box harness, wrapped
+    by ``logging`` (which writes every body it sends to $SENT_LOG); then the check that the
+    records hold every request it sent, in order (runs are serial, in summary order). Returns
+    the exit code, the summary rows by (scenario, variant) and the records folder."""
+    import json
+
+    from harnesslab.adapters.openai_wire import request_from_openai
+    from harnesslab.bench.record import CALL_EVENTS, Record
+    from harnesslab.cli import main
+
+    monkeypatch.setenv("SENT_LOG", str(tmp / "sent.jsonl"))
+    wrapper = tmp / "logging_agent.py"
+    wrapper.write_text(logging, encoding="utf-8")
+    out = tmp / "out"
+    code = main(["run", "--set", f"harness=cmd:python {wrapper} {example}", *run_args,
+                 "--out", str(out), "--json"])
+    rows = {(r["scenario"], r["variant"]): r
+            for r in json.loads(capsys.readouterr().out)["rows"]}
+    sent = [json.loads(x) for x in (tmp / "sent.jsonl").read_text().splitlines()]
+    recorded = []
+    for scenario, variant in rows:
+        rec = Record.load(out / scenario / variant / "seed0.jsonl")
+        recorded += [rec.request(e["request"]) for e in rec.events if e["type"] in CALL_EVENTS]
+    assert len(sent) == len(recorded) > 100
+    for body, req in zip(sent, recorded, strict=True):
+        assert request_from_openai(body, session_id=req.session_id) == req
+    return code, rows, out

@@ -5,14 +5,12 @@ after an answer, no time stated) explains."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from harnesslab.adapters.openai_wire import request_from_openai
-from harnesslab.bench.record import CALL_EVENTS, Record
-from harnesslab.cli import main
+from harnesslab.bench.record import Record
+from tests.wire.support import example_through_suite
 from tests.wire.test_cmd import ROOT
 
 pytest.importorskip("langgraph")
@@ -34,35 +32,15 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 """
 
 
-def run_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-              capsys: pytest.CaptureFixture[str], *paths: str) -> tuple[int, dict, Path]:
-    monkeypatch.setenv("SENT_LOG", str(tmp_path / "sent.jsonl"))
-    wrapper = tmp_path / "logging_agent.py"
-    wrapper.write_text(LOGGING, encoding="utf-8")
-    example = ROOT / "examples" / "langgraph_agent.py"
-    out = tmp_path / "out"
-    code = main(["run", *paths, "--set", f"harness=cmd:python {wrapper} {example}",
-                 "--set", "turn_timeout=120", "--out", str(out), "--json"])
-    return code, json.loads(capsys.readouterr().out), out
-
-
 @pytest.mark.slow
 def test_langgraph_example_through_the_bundled_suite(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    code, summary, out = run_suite(tmp_path, monkeypatch, capsys)
+    code, rows, out = example_through_suite(ROOT / "examples" / "langgraph_agent.py", LOGGING,
+                                            tmp_path, monkeypatch, capsys,
+                                            "--set", "turn_timeout=120")
     assert code == 1  # it is not the reference harness: some outcomes differ
-    rows = {(r["scenario"], r["variant"]): r for r in summary["rows"]}
     assert {r["settings"]["harness"] for r in rows.values()} == {"cmd:langgraph_agent.py"}
-    # Every request it sent is in the records, in order (runs are serial, in summary order).
-    sent = [json.loads(x) for x in (tmp_path / "sent.jsonl").read_text().splitlines()]
-    recorded = []
-    for scenario, variant in rows:
-        rec = Record.load(out / scenario / variant / "seed0.jsonl")
-        recorded += [rec.request(e["request"]) for e in rec.events if e["type"] in CALL_EVENTS]
-    assert len(sent) == len(recorded) > 100
-    for body, req in zip(sent, recorded, strict=True):
-        assert request_from_openai(body, session_id=req.session_id) == req
     # Its trimming keeps 2000 tokens by LangChain's count (characters / 4), and writes a
     # summary only after an answer: the small talk preloaded after the first question pushes
     # O-1001 out of the trimmed request before any summary holds it.
@@ -77,5 +55,6 @@ def test_langgraph_example_through_the_bundled_suite(
     assert any("fresh_fact failed: stale" in u for u in stale)
     # No run hung or crashed, except where the scenario needs the harness's own estimate.
     errors = {k: r["errors"] for k, r in rows.items() if r["errors"]}
-    why = "not applicable: filler fill_to needs the harness's own estimate"
+    assert errors and all(rows[k]["not_applicable"] for k in errors)
+    why = "NotApplicable: filler fill_to needs the harness's own estimate"
     assert all(why in e for es in errors.values() for e in es), errors
