@@ -19,7 +19,7 @@ model's path. That is what makes the comparison per request and per turn, on the
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,13 @@ def _answer_level(rec: Record) -> Record:
     answers as they were, under the same checks the real model's get."""
     header = {**rec.header, "model": {"kind": "replay"}}
     events = [{**e, "annotations": {}} if e["type"] == "model_call" else e for e in rec.events]
-    return Record(header, events, rec.blobs)
+    return _with_events(rec, header, events)
+
+
+def _with_events(rec: Record, header: dict[str, Any], events: list[dict[str, Any]]) -> Record:
+    """``rec`` with another header and events: the same stored requests and messages (the
+    request references stay valid), a fresh per-step index."""
+    return replace(rec, header=header, events=events, _by_step={}, _indexed=0)
 
 
 def _judge(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) -> list[str]:
@@ -133,7 +139,7 @@ def agree_record(path: Path, replayer: Replayer) -> list[TurnAgreement]:
         real_events = [{**e, "reply": replaced[e["call"]]} if e["type"] == "model_call"
                        and e.get("call") in replaced else
                        real_turn if e is turn else e for e in fake.events]
-        real = Record(fake.header, real_events, rec.blobs)
+        real = _with_events(rec, fake.header, real_events)
         out.append(TurnAgreement(str(path), step, turn["text"],
                                  _judge(fake, step, expect, turn),
                                  _judge(real, step, expect, real_turn),

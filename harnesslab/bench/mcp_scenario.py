@@ -9,10 +9,10 @@ from typing import Any
 
 from harnesslab.adapters.mcp_app import ToolSession
 from harnesslab.bench.doors import ToolDoor
-from harnesslab.bench.record import RecordWriter
 from harnesslab.bench.runner import open_record
 from harnesslab.bench.scenario import Scenario, Variant
 from harnesslab.bench.settings import resolve_settings
+from harnesslab.bench.writer import RecordWriter
 from harnesslab.sim.tools import ToolBox
 from harnesslab.sim.world import World
 
