@@ -45,8 +45,9 @@ def example_through_suite(example: Path, logging: str, tmp: Path, monkeypatch: A
     wrapper = tmp / "logging_agent.py"
     wrapper.write_text(logging, encoding="utf-8")
     out = tmp / "out"
+    # Serial: the programs append to one log, which must follow the summary's order.
     code = main(["run", "--set", f"harness=cmd:python {wrapper} {example}", *run_args,
-                 "--out", str(out), "--json"])
+                 "--executor", "serial", "--out", str(out), "--json"])
     rows = {(r["scenario"], r["variant"]): r
             for r in json.loads(capsys.readouterr().out)["rows"]}
     sent = [json.loads(x) for x in (tmp / "sent.jsonl").read_text().splitlines()]
