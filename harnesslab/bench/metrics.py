@@ -33,6 +33,11 @@ Per run (``run_metrics``):
   the absolute error; also per content kind of the request (``estimate_error_by_kind``: zh,
   en, mixed or json, ``harnesslab.bench.record.content_kind``) and, in a suite summary, per
   scenario locale.
+- ``resume_fidelity`` = fresh instances (after a restart or a kill) whose ``save_state()``,
+  once they took over, equals the state before (the old instance's before a restart, the one
+  after the last finished turn before a kill) / such instances whose harness saves a state;
+  ``resumes_not_applicable``: resumes of a harness without state (``StateUnsupported``);
+  ``turns_lost``: turns killed in flight.
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
   + output of summary calls and pin extractions), ``model_calls``.
 """
@@ -191,7 +196,8 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
                     break
 
     # Over answered turns, plus any failed turn that leaked (a leak counts whatever the answer).
-    leaking = {t["step"] for t in turns if leaks_in_step(rec, t["step"], t["reply"] or "")}
+    leaking = {t["step"] for t in turns
+               if leaks_in_step(rec, t["step"], t["reply"] or "", t.get("user"))}
     leak_den = sum(1 for t in turns if not t["failed"] or t["step"] in leaking)
     overflows = rec.of_type("overflow")
     protocol = rec.of_type("protocol_error")
@@ -232,7 +238,17 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         "compactions": len(compactions),
         "summary_tokens": sum(e["true_input"] + e["output_tokens"] for e in summary_calls),
         "model_calls": len(calls),
+        **resume_metrics(rec),
     }
+
+
+def resume_metrics(rec: Record) -> dict[str, Any]:
+    """``resume_fidelity`` and ``resumes_not_applicable`` (module docstring)."""
+    resumes = rec.of_type("resume")
+    done = [e for e in resumes if e.get("applicable")]
+    return {"resume_fidelity": Rate(sum(1 for e in done if e["fidelity"]), len(done)).to_dict(),
+            "resumes_not_applicable": len(resumes) - len(done),
+            "turns_lost": sum(1 for t in rec.of_type("turn") if t.get("killed"))}
 
 
 def _mean(xs: Sequence[float]) -> float | None:

@@ -142,7 +142,11 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
 
 
 def scenario_layers(sc: Scenario) -> list[Mapping[str, Any]]:
+    from harnesslab.bench.steps import needs_workdir
+
     base: dict[str, Any] = {"service": sc.service}
+    if needs_workdir(sc.steps):
+        base["persist"] = True  # instances that restart or alternate need the harness's store
     if sc.model.summarizer != type(sc.model.summarizer)():
         base["summarizer"] = sc.model.summarizer.model_dump(exclude_none=True)
     return [base, sc.harness]

@@ -24,6 +24,7 @@ from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate
 from harnesslab.harness.offload import Offloader
 from harnesslab.harness.prompts import load_prompts
 from harnesslab.harness.split import Split, split_context
+from harnesslab.harness.store import Saved, SessionStore
 from harnesslab.messages import (
     Block,
     DataBlock,
@@ -75,6 +76,8 @@ class ReferenceHarness:
     """One agent instance serving one verified session."""
 
     name = "reference"
+    # It restores itself from its own store (``resume``); the bench hands it no state.
+    owns_store = True
 
     def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
         self.cfg = config
@@ -113,6 +116,10 @@ class ReferenceHarness:
         # Codex's trigger: the last usage the service reported, plus what came after it.
         self.last_usage = 0
         self.bytes_since_usage = 0
+        # The session store (``persist``); read lazily, before the instance first serves.
+        self.store = SessionStore(workdir / "store") if config.persist and workdir else None
+        self._rev = 0
+        self._compactions = 0
 
     # -- state ----------------------------------------------------------------------------------
     @property
@@ -139,7 +146,31 @@ class ReferenceHarness:
         return f"{self.session_id}-m{self._ids}"
 
     def emit(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "compaction" and event.get("applied"):
+            self._compactions += 1
         self.sink.emit(event)
+
+    # -- the session store ------------------------------------------------------------------------
+    def _sync(self) -> None:
+        """Take the store's state when it is newer than this instance's: a fresh instance on a
+        known session, or another instance served the last turn. ``resume: session_id`` never
+        does (the negative control: a new instance knows only the session id)."""
+        if self.store is None or self.cfg.resume != "store":
+            return
+        saved = self.store.load(self.session_id)
+        if saved is not None and saved.rev != self._rev:
+            self._adopt(saved)
+
+    def _adopt(self, saved: Saved) -> None:
+        self.load_state(saved.state)
+        self._rev, self._compactions = saved.rev, saved.compactions
+        self.emit({"type": "session_restored", "rev": saved.rev, "turns": saved.turns})
+
+    def _commit(self, kind: str) -> None:
+        if self.store is not None:
+            self._rev = self.store.append(self.session_id, self.user_id, self._state(),
+                                          kind=kind, now=self.clock.now(),
+                                          compactions=self._compactions)
 
     # -- requests and estimates -----------------------------------------------------------------
     def request(self, *, messages: tuple[Message, ...] | None = None, summary: str | None = None,
@@ -201,14 +232,21 @@ class ReferenceHarness:
 
     # -- the harness interface ------------------------------------------------------------------
     def preload(self, exchanges: Sequence[Sequence[Message]]) -> None:
+        self._sync()
         for pair in exchanges:
             self.inject(pair)
             self.maintain()
+        self._commit("preload")
 
     def context_estimate(self) -> int | None:
+        self._sync()
         return self.estimate(self.request())
 
     def save_state(self) -> dict[str, Any]:
+        self._sync()
+        return self._state()
+
+    def _state(self) -> dict[str, Any]:
         return {"version": 1, "summary": self.summary, "ids": self._ids,
                 "context": [message_to_dict(m) for m in self._context],
                 "last_usage": self.last_usage, "bytes_since_usage": self.bytes_since_usage,
@@ -239,6 +277,12 @@ class ReferenceHarness:
         return limit_images(self._context, self.cfg.max_image_num, self.prompts, self.offloader)
 
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
+        self._sync()
+        result = self._serve(text, images)
+        self._commit("turn")  # a turn killed before this line leaves no trace in the store
+        return result
+
+    def _serve(self, text: str, images: Sequence[DataBlock]) -> TurnResult:
         self._reply_id = self.new_id()
         self._append(Message("user", (TextBlock(text), *images), id=self.new_id()))
         retried = False

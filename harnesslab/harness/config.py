@@ -80,6 +80,13 @@ class HarnessConfig(BaseModel):
     turn_timeout: float = Field(default=60.0, gt=0, le=3600, description="A black-box harness "
                                 "(harness=cmd:...): seconds its program may take to answer one "
                                 "step; past it the program is stopped and the run fails")
+    persist: bool = Field(default=False, description="Keep each session in a store in the "
+                          "workdir (JSONL rollout, SQLite metadata, memory/ folder); the bench "
+                          "turns it on for scenarios with restart, session or instance steps")
+    resume: Literal["store", "session_id"] = Field(
+        default="store", description="store: a fresh instance restores the session's full state "
+        "from the store, and reloads it before a turn when another instance changed it; "
+        "session_id: it keeps only the session id and restores nothing (a negative control)")
     codex: CodexSettings = Field(default_factory=CodexSettings)
 
     @field_validator("estimator")
