@@ -93,7 +93,7 @@ def canonical(state: Any) -> str:
     return json.dumps(state, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def _differs(a: Any, b: Any) -> list[str]:
+def differing_keys(a: Any, b: Any) -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         return sorted(k for k in a.keys() | b.keys() if canonical(a.get(k)) != canonical(b.get(k)))
     return [] if canonical(a) == canonical(b) else ["(state)"]
@@ -194,7 +194,7 @@ class Instances:
             event.update(applicable=False, fidelity=None,
                          reason=f"not applicable: {why or why_after}")
         else:
-            differs = _differs(state, after)
+            differs = differing_keys(state, after)
             event.update(applicable=True, fidelity=not differs, differs=differs)
         self._sink.emit(event)
 

@@ -37,6 +37,23 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS sessions (
 DB_NAME = "sessions.sqlite"
 
 
+class StoreCorrupt(ValueError):
+    """A whole rollout line that does not parse: the store was damaged from outside (a killed
+    writer leaves at most a part line, which is not read)."""
+
+    def __init__(self, path: Path, line: int, problem: str) -> None:
+        super().__init__(f"{path}:{line}: {problem}")
+        self.path, self.line, self.problem = path, line, problem
+
+
+def _parse(path: Path, line: int, raw: bytes) -> dict[str, Any]:
+    try:
+        out: dict[str, Any] = json.loads(raw)
+    except ValueError as e:
+        raise StoreCorrupt(path, line, f"not a JSON rollout line ({e})") from None
+    return out
+
+
 @dataclass(frozen=True)
 class SessionMeta:
     """One row of the metadata index."""
@@ -67,6 +84,7 @@ class _Cursor:
     """How far this store object has read (or written) a session's rollout."""
 
     offset: int = 0
+    lines: int = 0
     rev: int = 0
     turns: int = 0
     compactions: int = 0
@@ -132,8 +150,9 @@ class SessionStore:
         if len(data) == 0:
             return cur
         end = data.rfind(b"\n") + 1
-        for raw in data[:end].splitlines():
-            line = json.loads(raw)
+        for n, raw in enumerate(data[:end].splitlines(), start=cur.lines + 1):
+            line = _parse(path, n, raw)
+            cur.lines = n
             cur.context = cur.context[:line["keep"]] + line["append"]
             cur.rest = line["state"]
             cur.rev, cur.compactions = line["rev"], line["compactions"]
@@ -152,7 +171,8 @@ class SessionStore:
         """Every whole line of a session's rollout."""
         path = self.rollout_path(session_id)
         data = path.read_bytes() if path.exists() else b""
-        return [json.loads(x) for x in data[:data.rfind(b"\n") + 1].splitlines()]
+        return [_parse(path, n, x)
+                for n, x in enumerate(data[:data.rfind(b"\n") + 1].splitlines(), start=1)]
 
     def sessions(self) -> list[SessionMeta]:
         rows = self._db.execute("SELECT id, user, created, updated, turns, compactions, "
@@ -187,6 +207,7 @@ class SessionStore:
         finally:
             os.close(fd)
         cur.offset += len(line)
+        cur.lines += 1
         cur.rev, cur.compactions, cur.context, cur.rest = rev, compactions, context, rest
         cur.turns += kind == "turn"
         summary = str(state.get("summary", ""))
