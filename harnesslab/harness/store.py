@@ -234,10 +234,11 @@ def integrity_problems(root: Path) -> list[str]:
     for path in sorted((root / "rollouts").glob("*.jsonl")):
         with path.open("rb") as f:
             for n, raw in enumerate(f, start=1):
+                if not raw.endswith(b"\n"):
+                    problems.append(f"{path.name}:{n}: a part line (no newline)")
+                    continue
                 try:
                     json.loads(raw)
                 except ValueError as e:
                     problems.append(f"{path.name}:{n}: {e}")
-                if not raw.endswith(b"\n"):
-                    problems.append(f"{path.name}:{n}: a part line (no newline)")
     return problems
