@@ -24,7 +24,7 @@ from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate
 from harnesslab.harness.offload import Offloader
 from harnesslab.harness.prompts import load_prompts
 from harnesslab.harness.split import Split, split_context
-from harnesslab.harness.store import Saved, SessionStore
+from harnesslab.harness.store import SessionStore, StoreLink
 from harnesslab.messages import (
     Block,
     DataBlock,
@@ -117,9 +117,9 @@ class ReferenceHarness:
         self.last_usage = 0
         self.bytes_since_usage = 0
         # The session store (``persist``); read lazily, before the instance first serves.
-        self.store = SessionStore(workdir / "store") if config.persist and workdir else None
-        self._rev = 0
-        self._compactions = 0
+        self.link = StoreLink(SessionStore(workdir / "store"), self.session_id, self.user_id,
+                              restore=config.resume == "store") \
+            if config.persist and workdir else None
 
     # -- state ----------------------------------------------------------------------------------
     @property
@@ -146,31 +146,22 @@ class ReferenceHarness:
         return f"{self.session_id}-m{self._ids}"
 
     def emit(self, event: dict[str, Any]) -> None:
-        if event.get("type") == "compaction" and event.get("applied"):
-            self._compactions += 1
+        if self.link is not None and event.get("type") == "compaction" and event.get("applied"):
+            self.link.compactions += 1
         self.sink.emit(event)
 
-    # -- the session store ------------------------------------------------------------------------
     def _sync(self) -> None:
-        """Take the store's state when it is newer than this instance's: a fresh instance on a
-        known session, or another instance served the last turn. ``resume: session_id`` never
-        does (the negative control: a new instance knows only the session id)."""
-        if self.store is None or self.cfg.resume != "store":
-            return
-        saved = self.store.load(self.session_id)
-        if saved is not None and saved.rev != self._rev:
-            self._adopt(saved)
-
-    def _adopt(self, saved: Saved) -> None:
-        self.load_state(saved.state)
-        self._rev, self._compactions = saved.rev, saved.compactions
-        self.emit({"type": "session_restored", "rev": saved.rev, "turns": saved.turns})
+        """Take the store's state when it is newer than this instance's (StoreLink.newer)."""
+        link = self.link
+        saved = link.newer() if link is not None else None
+        if link is not None and saved is not None:
+            self.load_state(saved.state)
+            link.adopted(saved)
+            self.emit({"type": "session_restored", "rev": saved.rev, "turns": saved.turns})
 
     def _commit(self, kind: str) -> None:
-        if self.store is not None:
-            self._rev = self.store.append(self.session_id, self.user_id, self._state(),
-                                          kind=kind, now=self.clock.now(),
-                                          compactions=self._compactions)
+        if self.link is not None:
+            self.link.commit(self._state(), kind, self.clock.now())
 
     # -- requests and estimates -----------------------------------------------------------------
     def request(self, *, messages: tuple[Message, ...] | None = None, summary: str | None = None,

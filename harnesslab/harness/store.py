@@ -221,6 +221,34 @@ class SessionStore:
         return rev
 
 
+class StoreLink:
+    """One harness instance's tie to its session in a store: which revision it holds, and the
+    compactions it counted."""
+
+    def __init__(self, store: SessionStore, session_id: str, user: str, *,
+                 restore: bool) -> None:
+        self.store, self.session_id, self.user = store, session_id, user
+        self.restore = restore
+        self.rev = 0
+        self.compactions = 0
+
+    def newer(self) -> Saved | None:
+        """The store's state when it is newer than the instance's: a fresh instance on a known
+        session, or another instance served the last turn. Never without ``restore`` (``resume:
+        session_id``, the negative control: a new instance knows only the session id)."""
+        if not self.restore:
+            return None
+        saved = self.store.load(self.session_id)
+        return saved if saved is not None and saved.rev != self.rev else None
+
+    def adopted(self, saved: Saved) -> None:
+        self.rev, self.compactions = saved.rev, saved.compactions
+
+    def commit(self, state: dict[str, Any], kind: str, now: datetime) -> None:
+        self.rev = self.store.append(self.session_id, self.user, state, kind=kind, now=now,
+                                     compactions=self.compactions)
+
+
 def integrity_problems(root: Path) -> list[str]:
     """What is wrong with a store folder: SQLite's integrity check, then every rollout line."""
     problems: list[str] = []

@@ -149,11 +149,12 @@ def test_every_turn_is_served_for_its_own_sessions_verified_user(tmp_path_factor
     r = run_variant(sc, sc.variants[0], out_dir=out)
     assert r.record is not None
     rec = Record.load(r.record)
-    owner = {"S-1": "U-1"}
+    owner, current = {"S-1": "U-1"}, "S-1"
     for s in sc.steps:
         spec = getattr(s, "new_session", None)
-        if spec is not None:
-            owner[spec.id] = spec.user or "U-1"
+        if spec is not None:  # a new session without a user is the current user's
+            owner[spec.id] = spec.user or owner[current]
+        current = spec.id if spec is not None else getattr(s, "switch", None) or current
     for t in rec.of_type("turn"):
         assert t["user"] == owner[t["session"]]
     for call in rec.of_type("tool_call"):
