@@ -5,7 +5,9 @@ mid-turn.
 A harness that keeps its own store (``owns_store = True``, as the reference harness) restores
 itself: the bench hands the fresh instance nothing but the session and the workdir. Any other
 harness (a user's class, the AgentScope adapter) gets what an external checkpointer would give
-it: the last state ``save_state()`` returned, through JSON, into ``load_state()``. A harness
+it: the last state ``save_state()`` returned, through JSON, into ``load_state()`` (unless the
+settings say the deployment keeps no session: ``persist: false`` or ``resume: session_id``, the
+controls, under which a fresh instance gets nothing but the session id). A harness
 that raises :class:`~harnesslab.harness.base.StateUnsupported` cannot be resumed: the record
 says "not applicable" and the resume-fidelity check fails, never a silent pass.
 
@@ -110,8 +112,10 @@ class Instances:
     """The open sessions of a run and their instances; one session is current."""
 
     def __init__(self, make_context: ContextFactory, make_harness: HarnessFactory,
-                 sink: EventSink, session_id: str, user: str) -> None:
+                 sink: EventSink, session_id: str, user: str, *, checkpoint: bool = True
+                 ) -> None:
         self._make_context = make_context
+        self._checkpoint = checkpoint  # the bench hands state to harnesses without a store
         self._make_harness = make_harness
         self._sink = sink
         self._sessions: dict[str, _Session] = {}
@@ -180,7 +184,7 @@ class Instances:
         event: dict[str, Any] = {"type": "resume", "cause": cause, "origin": origin,
                                  "session": s.id, "harness_restores": self._restores(inst)}
         try:
-            if state is not None and not self._restores(inst):
+            if state is not None and self._hands_state(inst):
                 inst.harness.load_state(json.loads(canonical(state)))
             after, why_after = _save(inst.harness)
         except StateUnsupported as e:
@@ -202,6 +206,9 @@ class Instances:
     def _restores(inst: _Instance) -> bool:
         return bool(getattr(inst.harness, "owns_store", False))
 
+    def _hands_state(self, inst: _Instance) -> bool:
+        return self._checkpoint and not self._restores(inst)
+
     # -- turns ------------------------------------------------------------------------------------
     def serve(self, turn: Callable[[Harness], tuple[TurnResult, str]]
               ) -> tuple[TurnResult, str, dict[str, Any]]:
@@ -210,7 +217,7 @@ class Instances:
         s = self.current
         k = s.next
         inst = s.instances[k]
-        if k != s.last and not self._restores(inst):
+        if k != s.last and self._hands_state(inst):
             # Another instance served last: the bench's checkpointer hands its state over.
             state, _ = _save(s.instances[s.last].harness)
             if state is not None:

@@ -268,7 +268,7 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                                cache=cache)
 
     pool = Instances(context, lambda c: cls(c, s.harness), writer, sc.session.id,
-                     sc.session.user)
+                     sc.session.user, checkpoint=s.harness.persist and s.harness.resume == "store")
     try:
         _steps(sc, s, world, writer, seed, pool, endpoint, cache, on_step)
     finally:

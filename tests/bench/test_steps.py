@@ -76,6 +76,10 @@ def test_restart_restores_from_the_store_and_the_session_id_control_does_not(
 def test_a_harness_without_a_store_is_restored_by_the_bench_through_json() -> None:
     r = _one(RESTART, "default", harness=Checkpointed)
     assert r.error is None and _failed(r) == set()
+    # the controls are the deployment's: under them the bench hands the fresh instance nothing
+    for control in ("session-id-only", "no-store"):
+        bad = _one(RESTART, control, harness=Checkpointed)
+        assert bad.expected and "s3.resolves" in _failed(bad)
     # ... and a load_state that drops something is caught by the fidelity check.
     lossy = _one(RESTART, "default", harness=LosesSummary)
     assert _failed(lossy) == {"s2.resume_fidelity"}
