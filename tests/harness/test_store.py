@@ -88,11 +88,13 @@ OPS = st.one_of(
     st.tuples(st.just("instances"), st.integers(1, 3)),
     st.tuples(st.just("kill"), st.integers(1, 3)),
     st.tuples(st.just("advance"), st.sampled_from(["2h", "1d"])),
+    st.tuples(st.just("filler"), st.sampled_from([0.5, 1.5])),
 )
 
 
-def _scenario(ops: list[tuple[str, Any]]) -> Scenario:
+def _scenario(ops: list[tuple[str, Any]], harness: dict[str, Any] | None = None) -> Scenario:
     data = BASE.model_dump(mode="json", exclude_defaults=True)
+    data["harness"] = harness or {}
     data["world"]["users"]["U-2"] = {"name": "李四", "phone": "13900000002",
                                      "address": "北京市朝阳区建国路1号"}
     data["world"]["orders"]["O-1002"]["user"] = "U-2"
@@ -112,6 +114,8 @@ def _scenario(ops: list[tuple[str, Any]]) -> Scenario:
             steps.append({"instances": arg})
         elif kind == "kill":
             steps += [{"kill": {"at_call": arg}}, {"user": UTTERANCES[arg % len(UTTERANCES)]}]
+        elif kind == "filler":
+            steps.append({"filler": {"times_trigger": arg}})
         else:
             steps.append({"advance": arg})
     # End by restarting every session: its last state must come back too.
@@ -122,11 +126,18 @@ def _scenario(ops: list[tuple[str, Any]]) -> Scenario:
     return Scenario.model_validate(data)
 
 
+# A small window compacts after filler or a few turns, so summaries, pinned boards and Codex's
+# usage counters are part of what must come back.
+HARNESS = st.sampled_from([{"context_size": 2048}, {"context_size": 2048, "strategy": "pinned"},
+                           {"context_size": 2048, "strategy": "codex"},
+                           {"context_size": 2048, "strategy": "structured"}])
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(OPS, min_size=1, max_size=12))
-def test_restore_of_save_is_the_state_over_random_interleavings(ops: list[tuple[str, Any]]
-                                                                 ) -> None:
-    sc = _scenario(ops)
+@given(st.lists(OPS, min_size=1, max_size=12), HARNESS)
+def test_restore_of_save_is_the_state_over_random_interleavings(
+        ops: list[tuple[str, Any]], harness: dict[str, Any]) -> None:
+    sc = _scenario(ops, harness)
     r = run_variant(sc, sc.variants[0])
     assert r.error is None
     assert r.record is None
@@ -167,3 +178,15 @@ def test_every_turn_is_served_for_its_own_sessions_verified_user(tmp_path_factor
         lines = [json.loads(x) for x in
                  (store / meta.rollout).read_text(encoding="utf-8").splitlines()]
         assert {x["user"] for x in lines} == {owner[sid]}
+
+
+def test_a_restart_after_compaction_restores_the_summary_and_the_pinned_board(
+        tmp_path: Path) -> None:
+    ops = [("user", UTTERANCES[0]), ("filler", 1.5), ("restart", None)]
+    sc = _scenario(ops, {"context_size": 2048, "strategy": "pinned"})
+    r = run_variant(sc, sc.variants[0], out_dir=tmp_path)
+    assert r.metrics["compactions"] >= 1 and r.metrics["resume_fidelity"]["value"] == 1.0
+    assert r.record is not None
+    saved = SessionStore(r.record.with_suffix(".work") / "store").load("S-1")
+    assert saved is not None and saved.compactions == r.metrics["compactions"]
+    assert saved.state["summary"] and saved.state["strategy"]["board"]
