@@ -206,3 +206,16 @@ def test_restart_and_kill_need_no_expectations_of_their_own(tmp_path: Path) -> N
     sc = _edit(RESTART, no_check, tmp_path)
     r = run_variant(sc, sc.variants[0])
     assert all(c.kind != "resume_fidelity" for c in r.checks)
+
+
+def test_the_same_run_writes_the_same_record_and_store_byte_for_byte(tmp_path: Path) -> None:
+    a = _one(KILL, "default", tmp_path / "a")
+    b = _one(KILL, "default", tmp_path / "b")
+    assert a.record is not None and b.record is not None
+    assert a.record.read_bytes() == b.record.read_bytes()
+    rollout = Path("store") / "rollouts" / "S-1.jsonl"
+    assert (a.record.with_suffix(".work") / rollout).read_bytes() == \
+        (b.record.with_suffix(".work") / rollout).read_bytes()
+    # a rerun into the same folder starts from an empty store, not from the last run's
+    again = _one(KILL, "default", tmp_path / "a")
+    assert again.record is not None and again.record.read_bytes() == a.record.read_bytes()
