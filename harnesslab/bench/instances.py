@@ -169,10 +169,11 @@ class Instances:
                              "user": self.current.user, "opened": False})
         elif isinstance(step, InstancesStep):
             n = step.instances
-            s.instances = s.instances[:n] + [self._fresh(s.id, s.user)
-                                             for _ in range(n - len(s.instances))]
-            s.last = min(s.last, n - 1)
-            s.next = (s.last + 1) % n if s.served else 0
+            # Fewer instances: the one holding the latest state stays (first), the others go.
+            kept = [s.instances[s.last]] + [x for i, x in enumerate(s.instances) if i != s.last]
+            s.instances = kept[:n] + [self._fresh(s.id, s.user) for _ in range(n - len(kept))]
+            s.last = 0
+            s.next = 1 % n if s.served else 0
             self._sink.emit({"type": "instances", "session": s.id, "count": n})
         elif isinstance(step, KillStep):
             s.kill = (index, step)

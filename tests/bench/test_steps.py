@@ -219,3 +219,17 @@ def test_the_same_run_writes_the_same_record_and_store_byte_for_byte(tmp_path: P
     # a rerun into the same folder starts from an empty store, not from the last run's
     again = _one(KILL, "default", tmp_path / "a")
     assert again.record is not None and again.record.read_bytes() == a.record.read_bytes()
+
+
+def test_fewer_instances_keep_the_one_with_the_latest_state(tmp_path: Path) -> None:
+    def shrink(d: dict[str, Any]) -> None:
+        # O-1001 by the first instance, O-1002 by the second; one instance left: "it" is O-1002
+        d["steps"] = [{"instances": 3}, d["steps"][1], d["steps"][3], {"instances": 1},
+                      d["steps"][4]]
+        d["variants"] = [{"name": "default"}]
+    sc = _edit(ALTERNATE, shrink, tmp_path)
+    for n, harness in enumerate(("reference", "tests.bench.test_steps:Checkpointed")):
+        r = run_variant(sc, sc.variants[0], cli_set={"harness": harness},
+                        out_dir=tmp_path / str(n))
+        assert r.error is None and _failed(r) == set(), (harness, r.checks)
+        assert [t["instance"] for t in _events(r, "turn")] == [0, 1, 0]
