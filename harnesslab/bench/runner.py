@@ -33,7 +33,7 @@ from harnesslab.bench.scenario import (
     load_scenario,
 )
 from harnesslab.bench.settings import Settings, overridden, resolve_settings
-from harnesslab.bench.steps import SessionStep, needs_workdir
+from harnesslab.bench.steps import SessionStep
 from harnesslab.bench.writer import RecordWriter
 from harnesslab.errors import InputError, NotApplicable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
@@ -164,8 +164,10 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                        control=bool(variant.expect_fail), role=variant.kind,
                        rates=variant.fail_rates)
     workdir = path.parent if path else None
-    if needs_workdir(sc.steps):
-        # The run's own folder for the harness's stores, shared by its instances, fresh each run.
+    own = settings.harness.persist  # on for session steps (settings.scenario_layers)
+    if own:
+        # The run's own folder for the harness's store, shared by its instances, fresh each run:
+        # never a store another seed or variant wrote.
         workdir = run_workdir(path)
     try:
         _drive(sc, settings, world, writer, seed, workdir, on_step)
@@ -186,7 +188,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                      "traceback": traceback.format_exc(limit=8)})
     finally:
         writer.close()
-        if workdir is not None and path is None and needs_workdir(sc.steps):
+        if workdir is not None and path is None and own:
             shutil.rmtree(workdir, ignore_errors=True)
     return result
 

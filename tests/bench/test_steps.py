@@ -233,3 +233,20 @@ def test_fewer_instances_keep_the_one_with_the_latest_state(tmp_path: Path) -> N
                         out_dir=tmp_path / str(n))
         assert r.error is None and _failed(r) == set(), (harness, r.checks)
         assert [t["instance"] for t in _events(r, "turn")] == [0, 1, 0]
+
+
+def test_a_scenario_without_session_steps_writes_no_store(tmp_path: Path) -> None:
+    r = _one(bundled_dir() / "followup-o1001-zh.yaml", "default", tmp_path)
+    assert r.all_passed and r.metrics["resume_fidelity"]["den"] == 0
+    assert [p.name for p in tmp_path.rglob("*") if p.name in ("store", "sessions.sqlite")
+            or p.suffix == ".work"] == []
+
+
+def test_persist_on_any_scenario_gives_each_run_a_store_of_its_own(tmp_path: Path) -> None:
+    results = run_scenario_file(bundled_dir() / "followup-o1001-zh.yaml", seeds=[0, 1],
+                                variants=["default"], out_dir=tmp_path,
+                                cli_set={"persist": True})
+    for r in results:
+        assert r.all_passed and _events(r, "session_restored") == []
+        assert r.record is not None
+        assert (r.record.with_suffix(".work") / "store" / "rollouts" / "S-1.jsonl").exists()
