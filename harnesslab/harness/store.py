@@ -113,7 +113,9 @@ def _common_prefix(a: list[Any], b: list[Any]) -> int:
 
 
 class SessionStore:
-    """A store folder, opened by one harness instance (several may share the folder)."""
+    """A store folder, opened by one harness instance. Several may share the folder and take
+    turns on a session (alternate instances); two writing one session at the same moment is
+    not supported (a load balancer routes a session's turns one at a time)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -165,7 +167,8 @@ class SessionStore:
         cur = self._read(session_id)
         if cur.rev == 0:
             return None
-        return Saved(cur.rev, cur.turns, cur.compactions, {**cur.rest, "context": cur.context})
+        return Saved(cur.rev, cur.turns, cur.compactions,
+                     {**cur.rest, "context": list(cur.context)})
 
     def rollout(self, session_id: str) -> list[dict[str, Any]]:
         """Every whole line of a session's rollout."""
