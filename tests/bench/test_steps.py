@@ -250,3 +250,15 @@ def test_persist_on_any_scenario_gives_each_run_a_store_of_its_own(tmp_path: Pat
         assert r.all_passed and _events(r, "session_restored") == []
         assert r.record is not None
         assert (r.record.with_suffix(".work") / "store" / "rollouts" / "S-1.jsonl").exists()
+
+
+def test_show_tells_the_session_steps(tmp_path: Path) -> None:
+    from harnesslab.bench.show import show_overview
+
+    r = _one(KILL, "session-id-only", tmp_path)
+    assert r.record is not None
+    text = show_overview(Record.load(r.record))
+    assert "  kill (step 2): S-1 resumed on a fresh instance, fidelity differs in context" in text
+    ok = _one(ALTERNATE, "default", tmp_path)
+    assert ok.record is not None
+    assert "step 1: S-1 served by 2 instances\n" in show_overview(Record.load(ok.record))
