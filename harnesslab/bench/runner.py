@@ -3,6 +3,8 @@ setting: the reference harness by default) against the simulated world, written 
 then its checks, verdict and metrics, from the record.
 
 The harness gets only a :class:`~harnesslab.harness.base.HarnessContext` (``bench.doors``).
+Which instance serves a turn, and what restart, session, instance and kill steps do, is
+``bench.instances``'s.
 A run that crashes is a recorded result with its reason; it never stops a suite. A harness that
 raises during a turn fails that turn (recorded with the exception) and the run goes on.
 """
