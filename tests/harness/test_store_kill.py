@@ -47,11 +47,15 @@ ctx = harness_context(endpoint, ToolBox(world, seed=0), world.clock, Null(),
                       session_id="S-1", user_id="U-1", workdir=Path(sys.argv[1]))
 h = ReferenceHarness(ctx, HarnessConfig(persist=True, context_size=2048))
 h.save_state()  # restores the session when the store knows it
-print("ready", h.link.rev, flush=True)
+def say(text):
+    sys.stdout.write(text + "\n")  # one write: print may write its pieces apart
+    sys.stdout.flush()
+
+say(f"ready {h.link.rev}")
 texts = list(sc.lexicon)
 for i in itertools.count(h.link.rev):
     h.turn(texts[i % len(texts)])
-    print("done", h.link.rev, flush=True)
+    say(f"done {h.link.rev}")
 """
 
 
@@ -63,7 +67,8 @@ def _serve(work: Path) -> tuple[subprocess.Popen[str], list[str]]:
     def read() -> None:
         assert p.stdout is not None
         for line in p.stdout:
-            lines.append(line.strip())
+            if line.endswith("\n"):  # a line cut by the kill is no report
+                lines.append(line.strip())
 
     threading.Thread(target=read, daemon=True).start()
     return p, lines
@@ -87,6 +92,7 @@ def test_sigkill_at_20_random_points_loses_at_most_the_turn_in_flight(tmp_path: 
         time.sleep(rng.uniform(0.02, 0.5))
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
+        assert all(x.startswith(("ready ", "done ")) for x in lines), lines[-3:]
         done = [int(x.split()[1]) for x in lines if x.startswith("done")]
         finished = max([int(rev), *done])
         store = work / "store"
