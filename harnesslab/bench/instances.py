@@ -8,8 +8,10 @@ harness (a user's class, the AgentScope adapter) gets what an external checkpoin
 it: the last state ``save_state()`` returned, through JSON, into ``load_state()`` (unless the
 settings say the deployment keeps no session: ``persist: false`` or ``resume: session_id``, the
 controls, under which a fresh instance gets nothing but the session id). A harness
-that raises :class:`~harnesslab.harness.base.StateUnsupported` cannot be resumed: the record
-says "not applicable" and the resume-fidelity check fails, never a silent pass.
+that raises :class:`~harnesslab.harness.base.StateUnsupported` cannot be resumed or handed
+over: a ``resume`` event says so and the run stops as not applicable
+(:class:`~harnesslab.errors.NotApplicable`, reported n/a apart from passes and failures), never
+a silent pass.
 
 Resume fidelity: the state the old instance held (``save_state()`` before a restart; for a
 kill, after the last finished turn) compared, as canonical JSON, with the fresh instance's
@@ -32,6 +34,7 @@ from harnesslab.bench.steps import (
     SessionStep,
     SwitchStep,
 )
+from harnesslab.errors import NotApplicable
 from harnesslab.events import EventSink
 from harnesslab.harness.base import (
     Harness,
@@ -196,8 +199,10 @@ class Instances:
             event["traceback"] = traceback.format_exc(limit=8)
             after, why_after = None, ""
         if state is None or (after is None and why_after):
-            event.update(applicable=False, fidelity=None,
-                         reason=f"not applicable: {why or why_after}")
+            reason = f"not applicable: {why or why_after}"
+            event.update(applicable=False, fidelity=None, reason=reason)
+            self._sink.emit(event)
+            raise NotApplicable(f"a {cause} (step {origin}) needs the harness's state; {reason}")
         else:
             differs = differing_keys(state, after)
             event.update(applicable=True, fidelity=not differs, differs=differs)
@@ -220,9 +225,10 @@ class Instances:
         inst = s.instances[k]
         if k != s.last and self._hands_state(inst):
             # Another instance served last: the bench's checkpointer hands its state over.
-            state, _ = _save(s.instances[s.last].harness)
-            if state is not None:
-                inst.harness.load_state(json.loads(canonical(state)))
+            state, why = _save(s.instances[s.last].harness)
+            if state is None:
+                raise NotApplicable(f"alternate instances need the harness's state; {why}")
+            inst.harness.load_state(json.loads(canonical(state)))
         info: dict[str, Any] = {"session": s.id, "user": s.user, "instance": k}
         kill, s.kill = s.kill, None
         before: tuple[dict[str, Any] | None, str] = (None, "")

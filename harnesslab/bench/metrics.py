@@ -35,9 +35,8 @@ Per run (``run_metrics``):
   scenario locale.
 - ``resume_fidelity`` = fresh instances (after a restart or a kill) whose ``save_state()``,
   once they took over, equals the state before (the old instance's before a restart, the one
-  after the last finished turn before a kill) / such instances whose harness saves a state;
-  ``resumes_not_applicable``: resumes of a harness without state (``StateUnsupported``);
-  ``turns_lost``: turns killed in flight.
+  after the last finished turn before a kill) / such instances (a harness without state,
+  ``StateUnsupported``, makes the run not applicable); ``turns_lost``: turns killed in flight.
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
   + output of summary calls and pin extractions), ``model_calls``.
 """
@@ -243,11 +242,9 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
 
 
 def resume_metrics(rec: Record) -> dict[str, Any]:
-    """``resume_fidelity`` and ``resumes_not_applicable`` (module docstring)."""
-    resumes = rec.of_type("resume")
-    done = [e for e in resumes if e.get("applicable")]
+    """``resume_fidelity`` and ``turns_lost`` (module docstring)."""
+    done = [e for e in rec.of_type("resume") if e.get("applicable")]
     return {"resume_fidelity": Rate(sum(1 for e in done if e["fidelity"]), len(done)).to_dict(),
-            "resumes_not_applicable": len(resumes) - len(done),
             "turns_lost": sum(1 for t in rec.of_type("turn") if t.get("killed"))}
 
 

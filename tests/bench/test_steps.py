@@ -86,12 +86,15 @@ def test_a_harness_without_a_store_is_restored_by_the_bench_through_json() -> No
     assert "differs in ids" in next(c.detail for c in lossy.checks if c.kind == "resume_fidelity")
 
 
-def test_a_harness_that_cannot_save_its_state_is_not_applicable_never_a_silent_pass() -> None:
-    r = _one(RESTART, "default", harness=Stateless)
-    check = next(c for c in r.checks if c.id == "s2.resume_fidelity")
-    assert not check.passed and check.detail.startswith("not applicable: Stateless keeps no")
-    assert r.metrics["resumes_not_applicable"] == 1
-    assert r.metrics["resume_fidelity"]["den"] == 0
+def test_a_harness_that_cannot_save_its_state_is_not_applicable_never_a_silent_pass(
+        tmp_path: Path) -> None:
+    for path in (RESTART, ALTERNATE, KILL):
+        r = _one(path, "default", tmp_path, harness=Stateless)
+        assert r.not_applicable and not r.expected and r.checks == []
+        assert r.error is not None and "the harness's state" in r.error
+        assert "Stateless keeps no state" in r.error
+    (ev,) = _events(r, "resume")  # the kill's: the record says why
+    assert ev["applicable"] is False and ev["reason"].startswith("not applicable: Stateless")
 
 
 def test_alternate_instances_keep_the_thread_through_the_store(tmp_path: Path) -> None:
