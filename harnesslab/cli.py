@@ -384,7 +384,8 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
     if args.action == "show":
         print(sessions.show_session(args.store, args.session, as_json=args.json), end="")
         return 0
-    text, ok = sessions.resume_session(args.store, args.session, as_json=args.json)
+    text, ok = sessions.resume_session(args.store, args.session, as_json=args.json,
+                                       settings=_parse_sets(args.set))
     print(text, end="")
     return 0 if ok else 1
 
@@ -400,6 +401,8 @@ def _add_sessions(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     ss.add_argument("store", metavar="STORE_DIR")
     ss.add_argument("session", metavar="SESSION", nargs="?", help="a session id (show, resume)")
     ss.add_argument("--json", action="store_true", help="print JSON")
+    ss.add_argument("--set", action="append", metavar="KEY=VALUE", help="resume: a harness "
+                    "setting the session was served with (repeatable), e.g. strategy=pinned")
     ss.set_defaults(func=_cmd_sessions)
 
 

@@ -86,3 +86,18 @@ def test_bad_input_is_one_line_and_exit_2(work: Path, tmp_path: Path, argv: list
     assert main([a.format(**fill) for a in argv]) == 2
     assert capsys.readouterr().err == message.format(**fill) + "\n"
     assert not (tmp_path / "store").exists()  # reading never creates a store
+
+
+def test_resume_needs_the_strategy_the_session_was_served_with(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (r,) = run_scenario_file(bundled_dir() / "restart-after-compaction-zh.yaml", out_dir=tmp_path,
+                             variants=["pinned"])
+    assert r.record is not None and r.all_passed
+    work = str(r.record.with_suffix(".work"))
+    # Into the default strategy the pinned board does not come back, and resume says so.
+    assert main(["sessions", "resume", work, "S-1"]) == 1
+    assert "differs from the rollout's in strategy" in capsys.readouterr().out
+    assert main(["sessions", "resume", work, "S-1", "--set", "strategy=pinned"]) == 0
+    assert "fidelity: the restored state equals" in capsys.readouterr().out
+    assert main(["sessions", "resume", work, "S-1", "--set", "strategy=nope"]) == 2
+    assert "unknown strategy 'nope'" in capsys.readouterr().err

@@ -113,11 +113,14 @@ class _At:
         return self._at
 
 
-def resume_session(path: str | Path, session_id: str, *, as_json: bool = False) -> tuple[str, bool]:
-    """Restore the session on a fresh reference harness; (the report, fidelity held)."""
+def resume_session(path: str | Path, session_id: str, *, as_json: bool = False,
+                   settings: dict[str, Any] | None = None) -> tuple[str, bool]:
+    """Restore the session on a fresh reference harness configured by ``settings`` (those the
+    session was served with: a pinned board or Codex's counters come back only into the same
+    strategy); (the report, fidelity held)."""
+    from harnesslab.bench.settings import resolve
     from harnesslab.harness.agent import ReferenceHarness
     from harnesslab.harness.base import HarnessContext, Session
-    from harnesslab.harness.config import HarnessConfig
 
     store = open_store(path)
     meta = _meta(store, session_id)
@@ -134,7 +137,8 @@ def resume_session(path: str | Path, session_id: str, *, as_json: bool = False) 
     door = _NoModel()
     ctx = HarnessContext(door, door, _At(meta.updated), ListSink(), Session(meta.id, meta.user),
                          store.root.parent)
-    harness = ReferenceHarness(ctx, HarnessConfig(persist=True))
+    config = resolve([{**(settings or {}), "persist": True}]).harness
+    harness = ReferenceHarness(ctx, config)
     restored = json.loads(json.dumps(harness.save_state()))
     want = json.loads(json.dumps(saved.state))
     same = restored == want
