@@ -199,14 +199,18 @@ class Instances:
             event["traceback"] = traceback.format_exc(limit=8)
             after, why_after = None, ""
         if state is None or (after is None and why_after):
-            reason = f"not applicable: {why or why_after}"
-            event.update(applicable=False, fidelity=None, reason=reason)
-            self._sink.emit(event)
-            raise NotApplicable(f"a {cause} (step {origin}) needs the harness's state; {reason}")
+            self._not_applicable(s, cause, origin, why or why_after)
         else:
             differs = differing_keys(state, after)
             event.update(applicable=True, fidelity=not differs, differs=differs)
         self._sink.emit(event)
+
+    def _not_applicable(self, s: _Session, cause: str, origin: int, why: str) -> None:
+        reason = f"not applicable: {why}"
+        self._sink.emit({"type": "resume", "cause": cause, "origin": origin, "session": s.id,
+                         "harness_restores": False, "applicable": False, "fidelity": None,
+                         "reason": reason})
+        raise NotApplicable(f"a {cause} (step {origin}) needs the harness's state; {reason}")
 
     @staticmethod
     def _restores(inst: _Instance) -> bool:
@@ -234,6 +238,9 @@ class Instances:
         before: tuple[dict[str, Any] | None, str] = (None, "")
         if kill is not None:
             before = _save(inst.harness)
+            if before[0] is None and not self._restores(inst):
+                # Nothing could take over: not applicable, before the turn sends anything.
+                self._not_applicable(s, "kill", kill[0], before[1])
             inst.door.arm(kill[1].kill.at_call)
         try:
             res, tb = turn(inst.harness)

@@ -37,6 +37,7 @@ Per run (``run_metrics``):
   once they took over, equals the state before (the old instance's before a restart, the one
   after the last finished turn before a kill) / such instances (a harness without state,
   ``StateUnsupported``, makes the run not applicable); ``turns_lost``: turns killed in flight.
+  Both only for scenarios with session steps.
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
   + output of summary calls and pin extractions), ``model_calls``.
 """
@@ -237,7 +238,9 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         "compactions": len(compactions),
         "summary_tokens": sum(e["true_input"] + e["output_tokens"] for e in summary_calls),
         "model_calls": len(calls),
-        **resume_metrics(rec),
+        # only for scenarios with session steps (their turns name the instance)
+        **(resume_metrics(rec) if any("instance" in t for t in turns)
+           or rec.of_type("resume", "session", "instances") else {}),
     }
 
 

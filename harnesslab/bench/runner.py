@@ -287,6 +287,7 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
     # Filler is sized in the configured estimator (the harness's own belief, design 3.6).
     rule = make_rule(s.harness.estimator, cache)
     fillers = 0
+    sessions = any(isinstance(st, SessionStep) for st in sc.steps)
     for i, step in enumerate(sc.steps, start=1):
         writer.step = i
         if isinstance(step, UserStep):
@@ -300,7 +301,10 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             event: dict[str, Any] = {
                 "type": "turn", "text": step.user, "reply": res.text, "failed": failed,
                 "reason": reason, "harness_failed": res.failed, "first_call": first,
-                "last_call": endpoint.calls, "now": world.clock.now().isoformat(), **where}
+                "last_call": endpoint.calls, "now": world.clock.now().isoformat(),
+                # which session, user and instance: only where a scenario has several (records
+                # of the others stay as they were)
+                **(where if sessions else {})}
             if tb:
                 event["traceback"] = tb
             writer.emit(event)

@@ -240,7 +240,7 @@ def test_fewer_instances_keep_the_one_with_the_latest_state(tmp_path: Path) -> N
 
 def test_a_scenario_without_session_steps_writes_no_store(tmp_path: Path) -> None:
     r = _one(bundled_dir() / "followup-o1001-zh.yaml", "default", tmp_path)
-    assert r.all_passed and r.metrics["resume_fidelity"]["den"] == 0
+    assert r.all_passed and "resume_fidelity" not in r.metrics
     assert [p.name for p in tmp_path.rglob("*") if p.name in ("store", "sessions.sqlite")
             or p.suffix == ".work"] == []
 
