@@ -166,10 +166,11 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                        control=bool(variant.expect_fail), role=variant.kind,
                        rates=variant.fail_rates)
     workdir = path.parent if path else None
-    own = settings.harness.persist  # on for session steps (settings.scenario_layers)
+    # On for session steps (settings.scenario_layers) and for long-term memory.
+    own = settings.harness.persist or settings.harness.memory.mode != "none"
     if own:
-        # The run's own folder for the harness's store, shared by its instances, fresh each run:
-        # never a store another seed or variant wrote.
+        # The run's own folder for the harness's store and memory, shared by its instances,
+        # fresh each run: never a store or memory another seed or variant wrote.
         workdir = run_workdir(path)
     try:
         _drive(sc, settings, world, writer, seed, workdir, on_step)

@@ -2,9 +2,10 @@
 resolved into the harness config, the service profile and the fake model's summarizer.
 
 Keys: any harness field (``harness``, ``strategy``, ``context_size``,
-``codex.auto_compact_limit``, ...); ``service`` (a profile name or a mapping) and
+``codex.auto_compact_limit``, ...); ``memory`` (a mode name or a mapping) and
+``memory.<field>`` (``memory.top_k``, ``memory.key``, ...); ``service`` (a profile name or a mapping) and
 ``service.<field>``; ``summarizer`` / ``extractor`` (mappings: how faithfully the fake model
-summarizes, and answers a pin extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
+summarizes, and answers a pin or memory extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
 world's spec of that tool, replaced whole: max_age, failures).
 
 Layers, later wins: the defaults, the scenario's own settings, the command line (or a sweep
@@ -59,7 +60,7 @@ def parse_value(raw: str) -> Any:
 def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
     """Apply override mappings in order (later wins) onto the defaults."""
     harness: dict[str, Any] = {}
-    codex: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {"codex": {}, "memory": {}}
     service: dict[str, Any] = {"profile": "openai-128k"}
     models: dict[str, dict[str, Any]] = {"summarizer": {}, "extractor": {}}
     tools: dict[str, dict[str, Any]] = {}
@@ -92,22 +93,27 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                                                               for v in value.values()):
                     raise InputError("expected a mapping per tool (max_age, failures)", field=key)
                 tools.update({str(k): dict(v) for k, v in value.items()})
-            elif key == "codex":
+            elif key == "memory" and isinstance(value, str):
+                nested["memory"]["mode"] = value  # "memory: vector", the mode alone
+            elif key in nested:
                 if not isinstance(value, Mapping):
                     raise InputError("expected a mapping", field=key)
-                codex.update(value)
-            elif key.startswith("codex."):
-                codex[key.split(".", 1)[1]] = value
+                nested[key].update(value)
+            elif key.split(".", 1)[0] in nested and "." in key:
+                head, sub = key.split(".", 1)
+                nested[head][sub] = value
             elif key in HarnessConfig.model_fields:
                 harness[key] = value
             else:
                 raise InputError(
                     "unknown setting; expected a harness field ("
-                    + ", ".join(f for f in HarnessConfig.model_fields if f != "codex")
-                    + "), codex.<field>, service[.<field>], summarizer[.<field>], "
+                    + ", ".join(f for f in HarnessConfig.model_fields
+                                if f not in ("codex", "memory"))
+                    + "), codex.<field>, memory[.<field>], service[.<field>], "
+                    "summarizer[.<field>], "
                     "extractor[.<field>] or world.tools.<tool>", field=key)
     try:
-        cfg = HarnessConfig.model_validate({**harness, "codex": codex})
+        cfg = HarnessConfig.model_validate({**harness, **nested})
     except ValidationError as e:
         raise _first_error(e) from None
     name = service.pop("profile")

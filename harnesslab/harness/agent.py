@@ -21,6 +21,7 @@ from harnesslab.harness.base import HarnessContext, TurnResult
 from harnesslab.harness.compaction import make_strategy
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate_tool_result
+from harnesslab.harness.memory import make_memory
 from harnesslab.harness.offload import Offloader
 from harnesslab.harness.prompts import load_prompts
 from harnesslab.harness.split import Split, split_context
@@ -93,6 +94,9 @@ class ReferenceHarness:
         offered = config.tools
         self.tool_schemas: tuple[ToolSchema, ...] = tuple(
             t for t in self.tools.schemas() if offered is None or t.name in offered)
+        self.memory = make_memory(config.memory, workdir)
+        self.tool_schemas += self.memory.tools()
+        self.named_user: str | None = None  # the user id the model last passed to a tool
         self.summary_tool = ToolSchema.from_dict(self.prompts.summary_tool(config.summary_template))
         self.strategy = make_strategy(config.strategy)
         wants_offload = config.offload or config.strategy == "offload"
@@ -166,7 +170,8 @@ class ReferenceHarness:
     # -- requests and estimates -----------------------------------------------------------------
     def request(self, *, messages: tuple[Message, ...] | None = None, summary: str | None = None,
                 tools: tuple[ToolSchema, ...] | None = None, purpose: str = "reply") -> Request:
-        msgs = self.strategy.decorate(self, self._context) if messages is None else messages
+        msgs = self.memory.decorate(self.strategy.decorate(self, self._context)) \
+            if messages is None else messages
         return Request(system=self.system, messages=msgs,
                        summary=self.summary if summary is None else summary,
                        tools=self.tool_schemas if tools is None else tools,
@@ -269,7 +274,13 @@ class ReferenceHarness:
 
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
         self._sync()
+        self.memory.begin_turn(self, text)
         result = self._serve(text, images)
+        if not result.failed:
+            # What the turn added: the user's words and the one reply message (hints, tool
+            # calls, results, the answer), wherever compaction left it.
+            reply = tuple(m for m in self._context if m.id == self._reply_id)
+            self.memory.end_turn(self, (Message("user", (TextBlock(text),)), *reply))
         self._commit("turn")  # a turn killed before this line leaves no trace in the store
         return result
 
@@ -370,6 +381,8 @@ class ReferenceHarness:
         except json.JSONDecodeError:
             args = None
         claimed = args.get("user_id") if isinstance(args, dict) else None
+        if isinstance(claimed, str) and claimed:
+            self.named_user = claimed
         acting, identity = session, "bound"
         raw = call.input
         if self.cfg.identity == "trust":
@@ -401,6 +414,11 @@ class ReferenceHarness:
             if checked is None:
                 return ToolResultBlock(call.id, call.name, problem, True)
             call = replace(call, input=tool_arguments(checked))
+        mem = self.memory.run_tool(self, call)
+        if mem is not None:  # a memory tool: scoped by the memory itself, never by user_id
+            self.emit({"type": "memory_tool", "id": call.id, "name": call.name,
+                       "args": call.input, "is_error": mem.is_error})
+            return mem
         raw, acting, identity, claimed = self._identity(call)
         if identity == "refused":
             now = self.now().isoformat(timespec="seconds")

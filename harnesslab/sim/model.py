@@ -261,7 +261,7 @@ class FakeModel:
         self._lexicon: dict[str, Intent] = dict(lexicon)
         self._seed = seed
         self._summarizer = summarizer or SummarizerProfile()
-        # How faithfully it answers a pin extraction (a narrower request than a summary).
+        # How faithfully it answers a pin or memory extraction (narrower than a summary).
         self._extractor = extractor or SummarizerProfile()
         self._max_ages: dict[str, timedelta | None] = dict(max_ages or {})
         self._phrases = phrase_patterns({c: tuple(ws) for c, ws in (phrases or {}).items()})
@@ -276,7 +276,7 @@ class FakeModel:
         if form is not None:
             content = View(content_of(request), self._lexicon, self._phrases, self._reader)
             blocks, notes = summarize(request, form, view, content, seed=self._seed,
-                                      profile=self._extractor if form == "pin"
+                                      profile=self._extractor if form in ("pin", "memory")
                                       else self._summarizer)
             return ModelReply(blocks, notes)
         return self._turn(view)
