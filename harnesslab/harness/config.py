@@ -56,6 +56,11 @@ class MemorySettings(BaseModel):
     ttl_hours: float = Field(default=12.0, gt=0, description="Life of a volatile item under "
                              "expire")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_alone(cls, v: object) -> object:
+        return {"mode": v} if isinstance(v, str) else v  # memory: vector
+
     @field_validator("mode")
     @classmethod
     def _mode(cls, v: str) -> str:
