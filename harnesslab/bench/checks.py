@@ -35,7 +35,7 @@ def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
     return rec.in_step(step, *CALL_EVENTS)
 
 
-def _last_answer_call(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:
+def last_answer_call(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:
     calls = [e for e in _turn_calls(rec, turn["step"])
              if e["type"] == "model_call" and e["purpose"] == "reply"]
     return calls[-1] if calls else None
@@ -61,7 +61,7 @@ def fresh_at(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[
 
 def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) -> list[CheckOutcome]:
     reply: str = turn["reply"] or ""
-    last = _last_answer_call(rec, turn)
+    last = last_answer_call(rec, turn)
     ann: dict[str, Any] = last["annotations"] if last else {}
     now = datetime.fromisoformat(turn["now"])
     out: list[CheckOutcome] = []

@@ -38,6 +38,8 @@ Per run (``run_metrics``):
   after the last finished turn before a kill) / such instances (a harness without state,
   ``StateUnsupported``, makes the run not applicable); ``turns_lost``: turns killed in flight.
   Both only for scenarios with session steps.
+- memory runs only: ``identity_leaks``, ``cross_user_memory_items``, ``stale_memory_served``,
+  ``memory_visibility``, ``memory_items`` (``harnesslab.bench.memory_metrics``).
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
   + output of summary calls and pin extractions), ``model_calls``.
 """
@@ -52,7 +54,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from harnesslab.bench.checks import CheckOutcome, fresh_at, leaks_in_step
+from harnesslab.bench.checks import CheckOutcome, fresh_at, last_answer_call, leaks_in_step
+from harnesslab.bench.memory_metrics import memory_metrics, uses_memory
 from harnesslab.bench.record import Record
 from harnesslab.messages import ToolResultBlock
 from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, Constraint, is_reference
@@ -105,7 +108,6 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     world_ids: set[str] = set(h["world_ids"])
     turns = rec.of_type("turn")
     calls = rec.of_type("model_call")
-    by_call = {e["call"]: e for e in calls}
 
     # follow-up accuracy
     fu = [0, 0]
@@ -115,7 +117,8 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         if (is_reference(intent.get("order")) or is_reference(intent.get("user"))) \
                 and exp.get("resolves"):
             fu[1] += 1
-            ann = by_call.get(t["last_call"], {}).get("annotations", {})
+            # The answering call: memory write-back may call the model after it, within the turn.
+            ann = (last_answer_call(rec, t) or {}).get("annotations", {})
             resolved = ann.get("resolved") or {}
             ok = all(resolved.get(k) == v for k, v in exp["resolves"].items())
             fu[0] += ok and all(c.passed for c in _turn_checks(checks, t["step"]))
@@ -166,7 +169,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     # staleness and wasted re-queries (world clock)
     stale = [0, 0]
     for t in turns:
-        ann = by_call.get(t["last_call"], {}).get("annotations", {})
+        ann = (last_answer_call(rec, t) or {}).get("annotations", {})
         cited = ann.get("cited")
         if t["failed"] or ann.get("kind") != "answer" or not cited or cited.get("error"):
             continue
@@ -241,6 +244,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         # only for scenarios with session steps (their turns name the instance)
         **(resume_metrics(rec) if any("instance" in t for t in turns)
            or rec.of_type("resume", "session", "instances") else {}),
+        **(memory_metrics(rec) if uses_memory(rec) else {}),
     }
 
 

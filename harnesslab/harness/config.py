@@ -50,6 +50,9 @@ class MemorySettings(BaseModel):
         "of the user id the model last passed to a tool (a negative control)")
     volatile: list[str] = Field(default_factory=lambda: ["track_order", "get_logistics_trace"],
                                 description="Tools whose results are time-sensitive")
+    not_remembered: list[str] = Field(
+        default_factory=lambda: ["search_kb"], description="Tools whose results are never "
+        "written to memory: a knowledge base is its own source, kept current there")
     volatile_policy: Literal["reverify", "expire"] = Field(
         default="reverify", description="reverify: a volatile item is kept and shown with its "
         "age, to be looked up again; expire: it is dropped after ttl_hours")

@@ -205,7 +205,8 @@ class Injecting(NoMemory):
         calls = {b.id: b for m in turn for b in m.content if isinstance(b, ToolCallBlock)}
         for m in turn:
             for b in m.content:
-                if isinstance(b, ToolResultBlock) and not b.is_error and b.id in calls:
+                if isinstance(b, ToolResultBlock) and not b.is_error and b.id in calls \
+                        and b.name not in self.cfg.not_remembered:
                     pair = (Message("assistant", (calls[b.id], b)),)
                     facts = structured_extract(h, pair, TOOL_REQUEST, TOOL_FIELDS, "memory")
                     out += [make(f"tool:{b.name}", "fact", t)
