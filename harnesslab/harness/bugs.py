@@ -228,6 +228,26 @@ class ToolResultNotSaved(BuggyHarness):
             super()._append_reply(kept, counted=counted)
 
 
+# --- long-term memory --------------------------------------------------------------------------
+
+class MemoryRetrievedNotSent(BuggyHarness):
+    """Retrieves long-term memory (and says so) but never puts it into the request: saved and
+    retrieved is not sent."""
+
+    def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
+        super().__init__(context, config)
+        self.memory.decorate = lambda messages: messages  # type: ignore[method-assign]
+
+
+class MemorySharedAcrossUsers(BuggyHarness):
+    """Keys long-term memory by the agent alone, so every user of the agent shares one memory."""
+
+    def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
+        super().__init__(context, config)
+        if hasattr(self.memory, "scope"):
+            self.memory.scope = lambda h: "all-users"
+
+
 # --- time and images --------------------------------------------------------------------------
 
 class TimeHintHostClock(BuggyHarness):
@@ -312,6 +332,7 @@ BUGS: dict[str, Bug] = {b.name: b for b in map(_bug, [
     NoCheckAfterToolRound, KeepsOldest, TimeHintOncePerSession, ImageLimitKeepsOldest,
     ReserveIgnoresHead, TriggerAtContextSize, SummaryStripsTags, ToolResultNotSaved,
     SummaryNeverParses, OffloadPathWrongSession, LoadsSessionOnce, ResumeDropsSummary,
+    MemoryRetrievedNotSent, MemorySharedAcrossUsers,
 ])}
 for _b in BUGS.values():
     _b.cls.name = f"bug/{_b.name}"

@@ -76,3 +76,17 @@ def test_memory_visibility_everything_retrieved_is_sent(suite: Suite) -> None:
     vis = [r.metrics["memory_visibility"] for r in results if "memory_visibility" in r.metrics]
     assert sum(v["den"] for v in vis) > 0
     assert all(v["num"] == v["den"] for v in vis)
+
+
+def test_the_memory_metrics_catch_the_memory_bugs() -> None:
+    from harnesslab.bench.runner import run_scenario_file
+    from harnesslab.bench.scenario import bundled_dir
+
+    pref = bundled_dir() / "memory-preference-next-day-zh.yaml"
+    lost = run_scenario_file(pref, variants=["default"], harness="bug/memory-retrieved-not-sent")
+    vis = lost[0].metrics["memory_visibility"]
+    assert vis["den"] >= 1 and vis["num"] == 0 and not lost[0].expected
+    two = bundled_dir() / "memory-two-users-zh.yaml"
+    shared = run_scenario_file(two, variants=["default"], harness="bug/memory-shared-across-users")
+    assert shared[0].metrics["cross_user_memory_items"] >= 1
+    assert shared[0].metrics["identity_leaks"] >= 1
