@@ -13,7 +13,6 @@ from harnesslab.bench.doors import harness_context
 from harnesslab.events import ListSink
 from harnesslab.harness.agent import ReferenceHarness
 from harnesslab.harness.config import HarnessConfig
-from harnesslab.messages import Request
 from harnesslab.sim.endpoint import Endpoint
 from harnesslab.sim.intents import REF, Act, Claim, ClaimKind, Constraint, Intent
 from harnesslab.sim.model import FakeModel

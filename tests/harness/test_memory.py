@@ -55,7 +55,7 @@ def test_settings_take_the_mode_alone_or_fields() -> None:
     s = resolve([{"memory": "vector"}, {"memory.top_k": 2, "memory.key": "named"}])
     assert (s.harness.memory.mode, s.harness.memory.top_k, s.harness.memory.key) == \
         ("vector", 2, "named")
-    with pytest.raises(InputError, match="memory.position"):
+    with pytest.raises(InputError, match=r"memory\.position"):
         resolve([{"memory.position": "middle"}])
 
 
