@@ -97,7 +97,8 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                 nested["memory"]["mode"] = value  # "memory: vector", the mode alone
             elif key in nested:
                 if not isinstance(value, Mapping):
-                    raise InputError("expected a mapping", field=key)
+                    raise InputError("expected a memory mode name or a mapping" if key ==
+                                     "memory" else "expected a mapping", field=key)
                 nested[key].update(value)
             elif key.split(".", 1)[0] in nested and "." in key:
                 head, sub = key.split(".", 1)

@@ -57,6 +57,10 @@ def test_settings_take_the_mode_alone_or_fields() -> None:
         ("vector", 2, "named")
     with pytest.raises(InputError, match=r"memory\.position"):
         resolve([{"memory.position": "middle"}])
+    with pytest.raises(InputError, match="expected a memory mode name or a mapping"):
+        resolve([{"memory": 5}])
+    with pytest.raises(InputError, match="unknown memory mode 'mem0'"):
+        resolve([{"memory": "mem0"}])
 
 
 @pytest.mark.parametrize("mode", ITEM_MODES)
