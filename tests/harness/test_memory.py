@@ -63,7 +63,7 @@ def test_settings_take_the_mode_alone_or_fields() -> None:
         resolve([{"memory": "mem0"}])
 
 
-@pytest.mark.parametrize("mode", ITEM_MODES)
+@pytest.mark.parametrize("mode", (*ITEM_MODES, "agentic"))
 def test_a_preference_stated_yesterday_is_obeyed_in_todays_new_session(
         tmp_path: Path, mode: str) -> None:
     d = Deployment(tmp_path, {"memory": {"mode": mode}})
@@ -74,6 +74,8 @@ def test_a_preference_stated_yesterday_is_obeyed_in_todays_new_session(
     res = today.turn(WHERE_1)
     assert not res.failed and len(res.text) <= BRIEF_MAX_CHARS
     assert "[constraint:brevity]" in d.reply_text()
+    if mode == "agentic":  # written by the model itself, through its memory tool
+        assert [e["name"] for e in d.sink.of_type("memory_tool")] == ["memory_write"]
     # The same day without memory: a fresh session knows nothing of it.
     plain = Deployment(tmp_path / "none", {})
     plain.open("s-1", "U-1").turn(SHORT)
@@ -178,7 +180,7 @@ def _leaks(d: Deployment) -> list[tuple[str, str]]:
             for v in vals if v in text]
 
 
-@pytest.mark.parametrize("mode", ITEM_MODES)
+@pytest.mark.parametrize("mode", (*ITEM_MODES, "agentic"))
 def test_memory_keyed_by_the_verified_user_never_crosses(tmp_path: Path, mode: str) -> None:
     d = Deployment(tmp_path, {"memory": mode})
     d.open("s-2", "U-2").turn(ADDRESS)   # U-2's own address goes into U-2's memory
