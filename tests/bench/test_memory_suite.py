@@ -90,3 +90,7 @@ def test_the_memory_metrics_catch_the_memory_bugs() -> None:
     shared = run_scenario_file(two, variants=["default"], harness="bug/memory-shared-across-users")
     assert shared[0].metrics["cross_user_memory_items"] >= 1
     assert shared[0].metrics["identity_leaks"] >= 1
+    # The agentic mode's items are what the model wrote with memory_write: keyed by the named
+    # user, 张三's MEMORY.md reaches 李四's requests.
+    agentic = run_scenario_file(two, variants=["key-named"], cli_set={"memory": "agentic"})
+    assert agentic[0].metrics["cross_user_memory_items"] >= 1
