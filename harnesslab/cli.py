@@ -373,6 +373,39 @@ def _add_sweep_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore
     rp.set_defaults(func=_cmd_report)
 
 
+def _cmd_sessions(args: argparse.Namespace) -> int:
+    from harnesslab.bench import sessions
+
+    if args.action == "list":
+        print(sessions.list_sessions(args.store, as_json=args.json), end="")
+        return 0
+    if args.session is None:
+        raise InputError(f"sessions {args.action} needs a SESSION id", field="SESSION")
+    if args.action == "show":
+        print(sessions.show_session(args.store, args.session, as_json=args.json), end="")
+        return 0
+    text, ok = sessions.resume_session(args.store, args.session, as_json=args.json,
+                                       settings=_parse_sets(args.set))
+    print(text, end="")
+    return 0 if ok else 1
+
+
+def _add_sessions(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    ss = sub.add_parser("sessions", help="list, show or resume the sessions of a harness's store",
+                        description="Read a session store (a run's <record>.work folder or its "
+                        "store/): list its sessions, show one's metadata, rollout and state, or "
+                        "resume one on a fresh reference harness and check that it restores the "
+                        "rollout's state (exit 1 when it does not, or the store fails its "
+                        "integrity check).")
+    ss.add_argument("action", choices=["list", "show", "resume"])
+    ss.add_argument("store", metavar="STORE_DIR")
+    ss.add_argument("session", metavar="SESSION", nargs="?", help="a session id (show, resume)")
+    ss.add_argument("--json", action="store_true", help="print JSON")
+    ss.add_argument("--set", action="append", metavar="KEY=VALUE", help="resume: a harness "
+                    "setting the session was served with (repeatable), e.g. strategy=pinned")
+    ss.set_defaults(func=_cmd_sessions)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from harnesslab import __version__
 
@@ -445,6 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
     from harnesslab.cli_wire import add_wire_parsers
 
     add_wire_parsers(sub)
+    _add_sessions(sub)
     return p
 
 

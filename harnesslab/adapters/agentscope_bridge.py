@@ -28,6 +28,7 @@ from agentscope.model import ChatModelBase, ChatResponse
 from pydantic import BaseModel
 
 from harnesslab.harness.offload import VIRTUAL_ROOT, Offloader
+from harnesslab.harness.paths import PathEscape
 from harnesslab.harness.prompts import SUMMARY_TOOL
 from harnesslab.messages import (
     Block,
@@ -296,7 +297,7 @@ class BenchOffloader:
     no workspace guide to the system prompt for it. Offloaded data is named as AgentScope's
     workspaces name it (``workspace:///data/<sha256>.<ext>``)."""
 
-    def __init__(self, files: Offloader, data_url: Callable[[DataBlock], str]) -> None:
+    def __init__(self, files: Offloader, data_url: Callable[[DataBlock], str | None]) -> None:
         self.files = files
         self._data_url = data_url
         self.last_context_path: str | None = None
@@ -304,13 +305,14 @@ class BenchOffloader:
     async def offload_data_block(self, block: Any) -> Any:
         if not isinstance(block.source, am.Base64Source):
             return block
-        url = self._data_url(_data(block))
+        url = _confined(self._data_url(_data(block)))
         return am.DataBlock(id=block.id, name=block.name,
                             source=am.URLSource(url=url, media_type=block.source.media_type))
 
     async def offload_context(self, session_id: str, msgs: list[Any]) -> str:
         converted = [to_block_message(m) for m in msgs]
-        path = self.files.offload_context(session_id, [m for m in converted if m is not None])
+        path = _confined(self.files.offload_context(
+            session_id, [m for m in converted if m is not None]))
         self.last_context_path = path
         return path
 
@@ -318,7 +320,14 @@ class BenchOffloader:
         out = tool_result.output
         text = out if isinstance(out, str) else "".join(
             p.text for p in out if isinstance(p, am.TextBlock))
-        return self.files.offload_tool_result(session_id, tool_result.id, text)
+        return _confined(self.files.offload_tool_result(session_id, tool_result.id, text))
+
+
+def _confined(path: str | None) -> str:
+    # None: the id would have led outside the workspace; AgentScope gets the error, no file.
+    if path is None:
+        raise PathEscape("offload path leaves the workspace")
+    return path
 
 
 def to_block_message(msg: Any) -> Message | None:

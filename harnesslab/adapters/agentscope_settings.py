@@ -13,7 +13,8 @@ Ignored: ``prompts`` (AgentScope always sends its own texts), ``codex`` and
 ``window_messages`` (settings of strategies it has not).
 
 Not applicable (a run fails with the reason; ``fidelity`` reports it): every other strategy,
-estimators other than bytes4, one runtime hint without the other, retry_on_overflow, and a
+estimators other than bytes4, a memory mode other than none (the adapter does not wire
+AgentScope's memory middlewares), one runtime hint without the other, retry_on_overflow, and a
 session clock whose UTC offset is not whole hours.
 """
 
@@ -35,6 +36,9 @@ def not_applicable(cfg: HarnessConfig) -> list[str]:
     if cfg.strategy not in STRATEGIES:
         out.append(f"strategy {cfg.strategy}: AgentScope 2.0.x compacts with a structured "
                    "summary only (structured, or offload with an offloader)")
+    if cfg.memory.mode != "none":
+        out.append(f"memory {cfg.memory.mode}: the adapter does not wire AgentScope's long-term "
+                   "memory middlewares")
     if cfg.estimator != "bytes4":
         out.append(f"estimator {cfg.estimator}: AgentScope estimates with its own count_tokens "
                    "(bytes4)")

@@ -11,6 +11,7 @@ from typing import Any
 
 from harnesslab.bench.record import CALL_EVENTS, Record
 from harnesslab.bench.scenario import Expect, Scenario, UserStep, Variant
+from harnesslab.bench.steps import FIDELITY, step_checks
 from harnesslab.messages import ToolResultBlock
 
 
@@ -183,7 +184,7 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         ok = all(got.get(k) == v for k, v in want.items())
         add("resolves", ok, f"resolved {got or 'nothing'}; expected {want}")
     if expect.no_leak is not None:
-        leaks = leaks_in_step(rec, step, reply)
+        leaks = leaks_in_step(rec, step, reply, turn.get("user"))
         add("no_leak", not leaks, f"leaked {leaks}" if leaks else "no leak")
     if expect.request_contains:
         calls = [e for e in _turn_calls(rec, step) if "request" in e]
@@ -201,24 +202,25 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
     return out
 
 
-def private_values(rec: Record) -> dict[str, list[str]]:
-    """Per user other than the session's: the strings whose appearance is a leak."""
-    session = rec.header["session_user"]
+def private_values(rec: Record, user: str | None = None) -> dict[str, list[str]]:
+    """Per user other than the session's (``user``: the session a turn served, when a scenario
+    opens several): the strings whose appearance is a leak."""
+    session = user or rec.header["session_user"]
     return {u: vals for u, vals in rec.header["private"].items() if u != session}
 
 
-def leaks_in_step(rec: Record, step: int, reply: str) -> list[str]:
+def leaks_in_step(rec: Record, step: int, reply: str, user: str | None = None) -> list[str]:
     found: set[str] = set()
-    others = private_values(rec)
+    others = private_values(rec, user)
     values = tuple(dict.fromkeys(v for vals in others.values() for v in vals))
     shown: set[str] = set()
     for e in _turn_calls(rec, step):
         if "request" in e:
             shown |= rec.shows(e["request"], values)
-    for user, vals in others.items():
+    for other, vals in others.items():
         for v in vals:
             if v in reply or v in shown:
-                found.add(f"{user}:{v}")
+                found.add(f"{other}:{v}")
     return sorted(found)
 
 
@@ -227,15 +229,33 @@ def evaluate_split(rec: Record, sc: Scenario) -> tuple[list[CheckOutcome], list[
     :data:`ANNOTATION_CHECKS`)."""
     turns = {e["step"]: e for e in rec.of_type("turn")}
     out: list[CheckOutcome] = []
+    resumes: dict[int, list[dict[str, Any]]] = {}
+    for e in rec.of_type("resume"):
+        resumes.setdefault(e["origin"], []).append(e)
     for i, step in enumerate(sc.steps, start=1):
         if isinstance(step, UserStep) and i in turns:
             out += evaluate_turn(rec, i, step.expect, turns[i])
+        elif FIDELITY in step_checks(step):
+            out.append(_fidelity(i, resumes.get(i, [])))
     skip = ANNOTATION_CHECKS if real_model(rec) else ()
     return [c for c in out if c.kind not in skip], [c.id for c in out if c.kind in skip]
 
 
 def evaluate(rec: Record, sc: Scenario) -> list[CheckOutcome]:
     return evaluate_split(rec, sc)[0]
+
+
+def _fidelity(step: int, events: list[dict[str, Any]]) -> CheckOutcome:
+    """The restored state equals the state before (every instance a restart or kill built)."""
+    if not events:
+        detail, ok = "no instance was resumed (the kill came after the turn's last call)", False
+    else:
+        bad = [e for e in events if not e["fidelity"]]
+        ok = not bad
+        detail = "restored state equals the state before" if ok else "; ".join(
+            e.get("reason") or e.get("error") or f"differs in {', '.join(e['differs'])}"
+            for e in bad)
+    return CheckOutcome(f"s{step}.{FIDELITY}", FIDELITY, step, ok, detail)
 
 
 def matching(checks: list[CheckOutcome], want: str) -> list[CheckOutcome]:

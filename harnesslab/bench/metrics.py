@@ -33,6 +33,13 @@ Per run (``run_metrics``):
   the absolute error; also per content kind of the request (``estimate_error_by_kind``: zh,
   en, mixed or json, ``harnesslab.bench.record.content_kind``) and, in a suite summary, per
   scenario locale.
+- ``resume_fidelity`` = fresh instances (after a restart or a kill) whose ``save_state()``,
+  once they took over, equals the state before (the old instance's before a restart, the one
+  after the last finished turn before a kill) / such instances (a harness without state,
+  ``StateUnsupported``, makes the run not applicable); ``turns_lost``: turns killed in flight.
+  Both only for scenarios with session steps.
+- memory runs only: ``identity_leaks``, ``cross_user_memory_items``, ``stale_memory_served``,
+  ``memory_visibility``, ``memory_items`` (``harnesslab.bench.memory_metrics``).
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
   + output of summary calls and pin extractions), ``model_calls``.
 """
@@ -56,6 +63,7 @@ from harnesslab.bench.checks import (
     real_model,
     turn_answer,
 )
+from harnesslab.bench.memory_metrics import memory_metrics, uses_memory
 from harnesslab.bench.record import Record
 from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, Constraint, is_reference
 from harnesslab.sim.model import BRIEF_MAX_CHARS, LONG_MIN_CHARS
@@ -103,6 +111,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         if (is_reference(intent.get("order")) or is_reference(intent.get("user"))) \
                 and exp.get("resolves") and not real_model(rec):
             fu[1] += 1
+            # The answering call: memory write-back may call the model after it, within the turn.
             ann = (turn_answer(rec, t) or {}).get("annotations", {})
             resolved = ann.get("resolved") or {}
             ok = all(resolved.get(k) == v for k, v in exp["resolves"].items())
@@ -186,7 +195,8 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
                     break
 
     # Over answered turns, plus any failed turn that leaked (a leak counts whatever the answer).
-    leaking = {t["step"] for t in turns if leaks_in_step(rec, t["step"], t["reply"] or "")}
+    leaking = {t["step"] for t in turns
+               if leaks_in_step(rec, t["step"], t["reply"] or "", t.get("user"))}
     leak_den = sum(1 for t in turns if not t["failed"] or t["step"] in leaking)
     overflows = rec.of_type("overflow")
     protocol = rec.of_type("protocol_error")
@@ -227,7 +237,18 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
         "compactions": len(compactions),
         "summary_tokens": sum(e["true_input"] + e["output_tokens"] for e in summary_calls),
         "model_calls": len(calls),
+        # only for scenarios with session steps (their turns name the instance)
+        **(resume_metrics(rec) if any("instance" in t for t in turns)
+           or rec.of_type("resume", "session", "instances") else {}),
+        **(memory_metrics(rec) if uses_memory(rec) else {}),
     }
+
+
+def resume_metrics(rec: Record) -> dict[str, Any]:
+    """``resume_fidelity`` and ``turns_lost`` (module docstring)."""
+    done = [e for e in rec.of_type("resume") if e.get("applicable")]
+    return {"resume_fidelity": Rate(sum(1 for e in done if e["fidelity"]), len(done)).to_dict(),
+            "turns_lost": sum(1 for t in rec.of_type("turn") if t.get("killed"))}
 
 
 def _mean(xs: Sequence[float]) -> float | None:

@@ -3,6 +3,8 @@ setting: the reference harness by default) against the simulated world, written 
 then its checks, verdict and metrics, from the record.
 
 The harness gets only a :class:`~harnesslab.harness.base.HarnessContext` (``bench.doors``).
+Which instance serves a turn, and what restart, session, instance and kill steps do, is
+``bench.instances``'s.
 A run that crashes is a recorded result with its reason; it never stops a suite. A harness that
 raises during a turn fails that turn (recorded with the exception) and the run goes on.
 """
@@ -10,6 +12,8 @@ raises during a turn fails that turn (recorded with the exception) and the run g
 from __future__ import annotations
 
 import hashlib
+import shutil
+import tempfile
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +29,7 @@ from harnesslab.bench.checks import (
     verdict,
 )
 from harnesslab.bench.doors import harness_context
+from harnesslab.bench.instances import Instances
 from harnesslab.bench.metrics import run_metrics
 from harnesslab.bench.record import Declared
 from harnesslab.bench.scenario import (
@@ -37,6 +42,7 @@ from harnesslab.bench.scenario import (
     load_scenario,
 )
 from harnesslab.bench.settings import Settings, overridden, resolve_settings
+from harnesslab.bench.steps import SessionStep
 from harnesslab.bench.writer import RecordWriter
 from harnesslab.errors import InputError, NotApplicable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
@@ -171,8 +177,15 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                        settings=key_settings(settings), overridden=overridden(variant, cli_set),
                        control=bool(variant.expect_fail), role=variant.kind,
                        rates=variant.fail_rates)
+    workdir = path.parent if path else None
+    # On for session steps (settings.scenario_layers) and for long-term memory.
+    own = settings.harness.persist or settings.harness.memory.mode != "none"
+    if own:
+        # The run's own folder for the harness's store and memory, shared by its instances,
+        # fresh each run: never a store or memory another seed or variant wrote.
+        workdir = run_workdir(path)
     try:
-        _drive(sc, settings, world, writer, seed, path.parent if path else None, on_step)
+        _drive(sc, settings, world, writer, seed, workdir, on_step)
         result.checks, result.checks_not_applicable = evaluate_split(writer.record, sc)
         for c in result.checks:
             writer.emit(c.to_dict())
@@ -193,7 +206,20 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                      "traceback": traceback.format_exc(limit=8)})
     finally:
         writer.close()
+        if workdir is not None and path is None and own:
+            shutil.rmtree(workdir, ignore_errors=True)
     return result
+
+
+def run_workdir(record: Path | None) -> Path:
+    """An empty folder for one run's harness files: beside the record (``seed<N>.work``) or,
+    without one, a temporary folder the run removes."""
+    if record is None:
+        return Path(tempfile.mkdtemp(prefix="harnesslab-run-"))
+    work = record.with_suffix(".work")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    return work
 
 
 def _turn(harness: Harness, text: str, images: tuple[DataBlock, ...]) -> tuple[TurnResult, str]:
@@ -258,37 +284,50 @@ def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter,
 def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
            workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
     ctx, endpoint, cache = world_context(sc, s, world, writer, seed, workdir)
-    harness: Harness = load_harness(s.harness.harness)(ctx, s.harness)
+    cls = load_harness(s.harness.harness)
+
+    def context(session_id: str, user: str) -> HarnessContext:
+        if (session_id, user) == (ctx.session.id, ctx.session.user):
+            return ctx
+        # Another session: the same world, model and workdir; its tools act for its own user.
+        return harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
+                               session_id=session_id, user_id=user, workdir=workdir,
+                               cache=cache)
+
+    pool = Instances(context, lambda c: cls(c, s.harness), writer, sc.session.id,
+                     sc.session.user, checkpoint=s.harness.persist and s.harness.resume == "store")
     try:
-        _steps(sc, s, world, writer, seed, harness, endpoint, cache, on_step)
+        _steps(sc, s, world, writer, seed, pool, endpoint, cache, on_step)
     finally:
-        # A harness that holds resources (a black-box program, its session on the wire) lets
+        # Harnesses that hold resources (a black-box program, its session on the wire) let
         # them go when the run ends, however it ends.
-        close = getattr(harness, "close", None)
-        if callable(close):
-            close()
+        pool.close()
 
 
 def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
-           harness: Harness, endpoint: Endpoint, cache: TokenCache,
+           pool: Instances, endpoint: Endpoint, cache: TokenCache,
            on_step: Callable[[int], None] | None) -> None:
     # Filler is sized in the configured estimator (the harness's own belief, design 3.6).
     rule = make_rule(s.harness.estimator, cache)
     fillers = 0
+    sessions = any(isinstance(st, SessionStep) for st in sc.steps)
     for i, step in enumerate(sc.steps, start=1):
         writer.step = i
         if isinstance(step, UserStep):
             images = tuple(DataBlock("image/png", TINY_PNG, name=f"photo-{i}-{k + 1}.png")
                            for k in range(step.images))
             first = endpoint.calls + 1
-            res, tb = _turn(harness, step.user, images)
+            res, tb, where = pool.serve(lambda h: _turn(h, step.user, images))  # noqa: B023
             failed, reason = res.failed, res.reason
             if not failed:
                 failed, reason = _model_failed(writer, i, first, endpoint.calls, res.text)
             event: dict[str, Any] = {
                 "type": "turn", "text": step.user, "reply": res.text, "failed": failed,
                 "reason": reason, "harness_failed": res.failed, "first_call": first,
-                "last_call": endpoint.calls, "now": world.clock.now().isoformat()}
+                "last_call": endpoint.calls, "now": world.clock.now().isoformat(),
+                # which session, user and instance: only where a scenario has several (records
+                # of the others stay as they were)
+                **(where if sessions else {})}
             if tb:
                 event["traceback"] = tb
             writer.emit(event)
@@ -296,7 +335,10 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             world.clock.advance(parse_duration(step.advance))
             writer.emit({"type": "advance", "by": step.advance,
                          "now": world.clock.now().isoformat()})
+        elif isinstance(step, SessionStep):
+            pool.apply(step, i)
         elif isinstance(step, FillerStep):
+            harness = pool.harness
             cfg, spec = s.harness, step.filler
             locale = spec.locale or sc.locale
             if spec.times_trigger is not None:

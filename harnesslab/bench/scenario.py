@@ -24,6 +24,16 @@ from pydantic import (
     model_validator,
 )
 
+from harnesslab.bench.steps import (
+    SESSION_KEYS,
+    InstancesStep,
+    KillStep,
+    NewSessionStep,
+    RestartStep,
+    SwitchStep,
+    session_errors,
+    step_checks,
+)
 from harnesslab.errors import InputError
 from harnesslab.sim.intents import (
     ACT_NEEDS,
@@ -180,13 +190,16 @@ class FillerStep(_Strict):
     filler: FillerSpec
 
 
+STEP_KEYS = ("user", "advance", "filler", *SESSION_KEYS)
+
+
 def _step_kind(v: Any) -> str | None:
     if isinstance(v, dict):
-        for k in ("user", "advance", "filler"):
+        for k in STEP_KEYS:
             if k in v:
                 return k
         return None
-    for k in ("user", "advance", "filler"):
+    for k in STEP_KEYS:
         if hasattr(v, k):
             return k
     return None
@@ -194,9 +207,11 @@ def _step_kind(v: Any) -> str | None:
 
 Step = Annotated[
     Annotated[UserStep, Tag("user")] | Annotated[AdvanceStep, Tag("advance")]
-    | Annotated[FillerStep, Tag("filler")],
+    | Annotated[FillerStep, Tag("filler")] | Annotated[RestartStep, Tag("restart")]
+    | Annotated[NewSessionStep, Tag("new_session")] | Annotated[SwitchStep, Tag("switch")]
+    | Annotated[InstancesStep, Tag("instances")] | Annotated[KillStep, Tag("kill")],
     Discriminator(_step_kind, custom_error_type="step_kind",
-                  custom_error_message="a step needs one of the keys user, advance, filler"),
+                  custom_error_message="a step needs one of the keys " + ", ".join(STEP_KEYS)),
 ]
 
 
@@ -405,8 +420,12 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
                                  f"unknown tool {t!r}; expected one of {', '.join(TOOLS)}"))
         for k in step.expect.kinds():
             kinds[k] = kinds.get(k, 0) + 1
-    ids = {f"s{i + 1}.{k}" for i, s in enumerate(sc.steps) if isinstance(s, UserStep)
-           for k in s.expect.kinds()}
+    errs += session_errors(sc.steps, set(users), sc.session.id, UserStep)
+    for s in sc.steps:
+        for k in step_checks(s):
+            kinds[k] = kinds.get(k, 0) + 1
+    ids = {f"s{i + 1}.{k}" for i, s in enumerate(sc.steps)
+           for k in (s.expect.kinds() if isinstance(s, UserStep) else step_checks(s))}
     names: set[str] = set()
     for vi, v in enumerate(sc.variants):
         if v.name in names:
@@ -461,8 +480,7 @@ def load_scenario(path: str | Path) -> Scenario:
         sc = Scenario.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and
-                                                  _is_tag_position(err["loc"], x)))
+        loc = tuple(x for i, x in enumerate(err["loc"]) if not _is_tag_position(err["loc"], i))
         raise InputError(_message(err), file=str(p), line=_node_line(node, loc),
                          field=_loc_text(loc) or None) from None
     errs = _semantic_errors(sc)
@@ -492,15 +510,14 @@ def _no_duplicate_keys(node: yaml.Node | None, file: str, where: str = "") -> No
             _no_duplicate_keys(item, file, f"{where}[{i}]")
 
 
-_UNION_TAGS = {"steps": ("user", "advance", "filler"), "expect_fail": ("check", "rate")}
+_UNION_TAGS = {"steps": STEP_KEYS, "expect_fail": ("check", "rate")}
 
 
-def _is_tag_position(loc: tuple[int | str, ...], part: str) -> bool:
-    """True when ``part`` is the union tag pydantic inserts after a step or expect_fail
-    index."""
-    idx = loc.index(part)
+def _is_tag_position(loc: tuple[int | str, ...], idx: int) -> bool:
+    """True when ``loc[idx]`` is the union tag pydantic inserts after a step or expect_fail
+    index (by position: a step's tag and its field share a name, as ``instances``)."""
     return idx >= 2 and isinstance(loc[idx - 1], int) and \
-        part in _UNION_TAGS.get(str(loc[idx - 2]), ())
+        loc[idx] in _UNION_TAGS.get(str(loc[idx - 2]), ())
 
 
 def scenario_paths(paths: list[str]) -> list[Path]:

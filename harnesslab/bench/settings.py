@@ -2,9 +2,10 @@
 resolved into the harness config, the service profile and the fake model's summarizer.
 
 Keys: any harness field (``harness``, ``strategy``, ``context_size``,
-``codex.auto_compact_limit``, ...); ``service`` (a profile name or a mapping) and
+``codex.auto_compact_limit``, ...); ``memory`` (a mode name or a mapping) and
+``memory.<field>`` (``memory.top_k``, ``memory.key``, ...); ``service`` (a profile name or a mapping) and
 ``service.<field>``; ``summarizer`` / ``extractor`` (mappings: how faithfully the fake model
-summarizes, and answers a pin extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
+summarizes, and answers a pin or memory extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
 world's spec of that tool, replaced whole: max_age, failures); ``model`` (``fake``, the default,
 or ``openai-compatible``: a real model, ``bench.real_model``) and ``model.<field>``.
 
@@ -62,7 +63,7 @@ def parse_value(raw: str) -> Any:
 def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
     """Apply override mappings in order (later wins) onto the defaults."""
     harness: dict[str, Any] = {}
-    codex: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {"codex": {}, "memory": {}}
     service: dict[str, Any] = {"profile": "openai-128k"}
     models: dict[str, dict[str, Any]] = {"summarizer": {}, "extractor": {}}
     tools: dict[str, dict[str, Any]] = {}
@@ -98,22 +99,28 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                 tools.update({str(k): dict(v) for k, v in value.items()})
             elif key == "model" or key.startswith("model."):
                 model_layer(key, value, model)
-            elif key == "codex":
+            elif key == "memory" and isinstance(value, str):
+                nested["memory"]["mode"] = value  # "memory: vector", the mode alone
+            elif key in nested:
                 if not isinstance(value, Mapping):
-                    raise InputError("expected a mapping", field=key)
-                codex.update(value)
-            elif key.startswith("codex."):
-                codex[key.split(".", 1)[1]] = value
+                    raise InputError("expected a memory mode name or a mapping" if key ==
+                                     "memory" else "expected a mapping", field=key)
+                nested[key].update(value)
+            elif key.split(".", 1)[0] in nested and "." in key:
+                head, sub = key.split(".", 1)
+                nested[head][sub] = value
             elif key in HarnessConfig.model_fields:
                 harness[key] = value
             else:
                 raise InputError(
                     "unknown setting; expected a harness field ("
-                    + ", ".join(f for f in HarnessConfig.model_fields if f != "codex")
-                    + "), codex.<field>, service[.<field>], summarizer[.<field>], "
+                    + ", ".join(f for f in HarnessConfig.model_fields
+                                if f not in ("codex", "memory"))
+                    + "), codex.<field>, memory[.<field>], service[.<field>], "
+                    "summarizer[.<field>], "
                     "extractor[.<field>], world.tools.<tool> or model[.<field>]", field=key)
     try:
-        cfg = HarnessConfig.model_validate({**harness, "codex": codex})
+        cfg = HarnessConfig.model_validate({**harness, **nested})
     except ValidationError as e:
         raise _first_error(e) from None
     name = service.pop("profile")
@@ -152,7 +159,11 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
 
 
 def scenario_layers(sc: Scenario) -> list[Mapping[str, Any]]:
+    from harnesslab.bench.steps import needs_workdir
+
     base: dict[str, Any] = {"service": sc.service}
+    if needs_workdir(sc.steps):
+        base["persist"] = True  # instances that restart or alternate need the harness's store
     if sc.model.summarizer != type(sc.model.summarizer)():
         base["summarizer"] = sc.model.summarizer.model_dump(exclude_none=True)
     return [base, sc.harness]

@@ -105,6 +105,22 @@ def show_overview(rec: Record) -> str:
         elif e["type"] in ("advance", "filler"):
             lines.append(f"step {e['step']}: {e['type']} {e.get('by', '')}"
                          f"{e.get('exchanges', '')}")
+        elif e["type"] in ("resume", "session", "instances"):
+            lines.append(_session_line(e))
         elif e["type"] == "check" and not e["passed"]:
             lines.append(f"  check {e['id']} failed: {e['detail']}")
     return "\n".join(lines) + "\n"
+
+
+def _session_line(e: dict[str, Any]) -> str:
+    """A session step's event: a resume with its fidelity, a session opened or switched to, a
+    number of instances."""
+    if e["type"] == "session":
+        return f"step {e['step']}: {'new session' if e['opened'] else 'switch to'} " \
+               f"{e['session']} (user {e['user']})"
+    if e["type"] == "instances":
+        return f"step {e['step']}: {e['session']} served by {e['count']} instances"
+    how = "ok" if e.get("fidelity") else e.get("reason") or e.get("error") or \
+        f"differs in {', '.join(e.get('differs', []))}"
+    return f"  {e['cause']} (step {e['origin']}): {e['session']} resumed on a fresh instance, " \
+           f"fidelity {how}"

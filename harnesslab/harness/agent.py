@@ -22,9 +22,11 @@ from harnesslab.harness.compaction import make_strategy
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.identity import bind_identity
 from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate_tool_result
+from harnesslab.harness.memory import make_memory
 from harnesslab.harness.offload import Offloader
 from harnesslab.harness.prompts import load_prompts
 from harnesslab.harness.split import Split, split_context
+from harnesslab.harness.store import SessionStore, StoreLink
 from harnesslab.messages import (
     Block,
     DataBlock,
@@ -76,6 +78,8 @@ class ReferenceHarness:
     """One agent instance serving one verified session."""
 
     name = "reference"
+    # It restores itself from its own store (``resume``); the bench hands it no state.
+    owns_store = True
 
     def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
         self.cfg = config
@@ -91,6 +95,9 @@ class ReferenceHarness:
         offered = config.tools
         self.tool_schemas: tuple[ToolSchema, ...] = tuple(
             t for t in self.tools.schemas() if offered is None or t.name in offered)
+        self.memory = make_memory(config.memory, workdir)
+        self.tool_schemas += self.memory.tools()
+        self.named_user: str | None = None  # the user id the model last passed to a tool
         self.summary_tool = ToolSchema.from_dict(self.prompts.summary_tool(config.summary_template))
         self.strategy = make_strategy(config.strategy)
         wants_offload = config.offload or config.strategy == "offload"
@@ -114,6 +121,10 @@ class ReferenceHarness:
         # Codex's trigger: the last usage the service reported, plus what came after it.
         self.last_usage = 0
         self.bytes_since_usage = 0
+        # The session store (``persist``); read lazily, before the instance first serves.
+        self.link = StoreLink(SessionStore(workdir / "store"), self.session_id, self.user_id,
+                              restore=config.resume == "store") \
+            if config.persist and workdir else None
 
     # -- state ----------------------------------------------------------------------------------
     @property
@@ -140,12 +151,28 @@ class ReferenceHarness:
         return f"{self.session_id}-m{self._ids}"
 
     def emit(self, event: dict[str, Any]) -> None:
+        if self.link is not None and event.get("type") == "compaction" and event.get("applied"):
+            self.link.compactions += 1
         self.sink.emit(event)
+
+    def _sync(self) -> None:
+        """Take the store's state when it is newer than this instance's (StoreLink.newer)."""
+        link = self.link
+        saved = link.newer() if link is not None else None
+        if link is not None and saved is not None:
+            self.load_state(saved.state)
+            link.adopted(saved)
+            self.emit({"type": "session_restored", "rev": saved.rev, "turns": saved.turns})
+
+    def _commit(self, kind: str) -> None:
+        if self.link is not None:
+            self.link.commit(self._state(), kind, self.clock.now())
 
     # -- requests and estimates -----------------------------------------------------------------
     def request(self, *, messages: tuple[Message, ...] | None = None, summary: str | None = None,
                 tools: tuple[ToolSchema, ...] | None = None, purpose: str = "reply") -> Request:
-        msgs = self.strategy.decorate(self, self._context) if messages is None else messages
+        msgs = self.memory.decorate(self.strategy.decorate(self, self._context)) \
+            if messages is None else messages
         return Request(system=self.system, messages=msgs,
                        summary=self.summary if summary is None else summary,
                        tools=self.tool_schemas if tools is None else tools,
@@ -202,14 +229,21 @@ class ReferenceHarness:
 
     # -- the harness interface ------------------------------------------------------------------
     def preload(self, exchanges: Sequence[Sequence[Message]]) -> None:
+        self._sync()
         for pair in exchanges:
             self.inject(pair)
             self.maintain()
+        self._commit("preload")
 
     def context_estimate(self) -> int | None:
+        self._sync()
         return self.estimate(self.request())
 
     def save_state(self) -> dict[str, Any]:
+        self._sync()
+        return self._state()
+
+    def _state(self) -> dict[str, Any]:
         return {"version": 1, "summary": self.summary, "ids": self._ids,
                 "context": [message_to_dict(m) for m in self._context],
                 "last_usage": self.last_usage, "bytes_since_usage": self.bytes_since_usage,
@@ -240,6 +274,18 @@ class ReferenceHarness:
         return limit_images(self._context, self.cfg.max_image_num, self.prompts, self.offloader)
 
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
+        self._sync()
+        self.memory.begin_turn(self, text)
+        result = self._serve(text, images)
+        if not result.failed:
+            # What the turn added: the user's words and the one reply message (hints, tool
+            # calls, results, the answer), wherever compaction left it.
+            reply = tuple(m for m in self._context if m.id == self._reply_id)
+            self.memory.end_turn(self, (Message("user", (TextBlock(text),)), *reply))
+        self._commit("turn")  # a turn killed before this line leaves no trace in the store
+        return result
+
+    def _serve(self, text: str, images: Sequence[DataBlock]) -> TurnResult:
         self._reply_id = self.new_id()
         self._append(Message("user", (TextBlock(text), *images), id=self.new_id()))
         retried = False
@@ -331,6 +377,8 @@ class ReferenceHarness:
         """Who a tool call acts for: (arguments to run with, acting user, decision, the user id
         the model passed)."""
         b = bind_identity(self.cfg.identity, self.user_id, call.input)
+        if isinstance(b.claimed, str) and b.claimed:
+            self.named_user = b.claimed  # what memory.key: named keys by (the control)
         return b.arguments, b.acting, b.decision, b.claimed
 
     def _limit_output(self, text: str, call: ToolCallBlock) -> tuple[str | tuple[Any, ...], bool]:
@@ -350,6 +398,11 @@ class ReferenceHarness:
             if checked is None:
                 return ToolResultBlock(call.id, call.name, problem, True)
             call = replace(call, input=tool_arguments(checked))
+        mem = self.memory.run_tool(self, call)
+        if mem is not None:  # a memory tool: scoped by the memory itself, never by user_id
+            self.emit({"type": "memory_tool", "id": call.id, "name": call.name,
+                       "args": call.input, "is_error": mem.is_error})
+            return mem
         raw, acting, identity, claimed = self._identity(call)
         if identity == "refused":
             now = self.now().isoformat(timespec="seconds")

@@ -164,8 +164,10 @@ def tool_arguments(args: dict[str, Any]) -> str:
 class AgentScopeOffloader(Offloader):
     """The reference offloader with AgentScope's name for offloaded data."""
 
-    def offload_data(self, block: DataBlock) -> str:
+    def offload_data(self, block: DataBlock) -> str | None:
         path = super().offload_data(block)  # the file, under the run's workspace
+        if path is None:
+            return None
         digest = path.rsplit("/", 1)[-1].split(".", 1)[0]
         ext = mimetypes.guess_extension(block.media_type) or ".bin"
         return f"workspace:///data/{digest}{ext}"

@@ -21,6 +21,11 @@ Nothing else: no scenario, no expectations, no lexicon, no world, no fake model.
 records every model call and every tool run itself, so a harness that emits nothing is still
 measured on everything visible in its requests, tool runs and replies.
 
+Restarts, alternate instances and kills (``bench.steps``) build fresh instances on the same
+session and workdir. A harness whose class sets ``owns_store = True`` restores itself from its
+own store there (the reference harness); any other gets its last :meth:`Harness.save_state`,
+through JSON, in :meth:`Harness.load_state`.
+
 A harness class is built as ``cls(context, config)`` where ``config`` is the resolved
 :class:`~harnesslab.harness.config.HarnessConfig` (context_size, trigger_ratio, ... ; a harness
 may ignore what it has no use for). It answers :class:`Harness`; :class:`HarnessBase` gives

@@ -9,7 +9,7 @@ A zoo harness behaves exactly like the reference harness until its mistake is ex
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -228,6 +228,26 @@ class ToolResultNotSaved(BuggyHarness):
             super()._append_reply(kept, counted=counted)
 
 
+# --- long-term memory --------------------------------------------------------------------------
+
+class MemoryRetrievedNotSent(BuggyHarness):
+    """Retrieves long-term memory (and says so) but never puts it into the request: saved and
+    retrieved is not sent."""
+
+    def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
+        super().__init__(context, config)
+        self.memory.decorate = lambda messages: messages  # type: ignore[method-assign]
+
+
+class MemorySharedAcrossUsers(BuggyHarness):
+    """Keys long-term memory by the agent alone, so every user of the agent shares one memory."""
+
+    def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
+        super().__init__(context, config)
+        if hasattr(self.memory, "scope"):
+            self.memory.scope = lambda h: "all-users"
+
+
 # --- time and images --------------------------------------------------------------------------
 
 class TimeHintHostClock(BuggyHarness):
@@ -268,6 +288,30 @@ class ImageLimitKeepsOldest(BuggyHarness):
         return History.of(tuple(reversed(new))), removed
 
 
+# --- sessions -------------------------------------------------------------------------------
+
+class LoadsSessionOnce(BuggyHarness):
+    """Loads the session from the store when the instance first serves and never again: behind
+    a load balancer it answers from what it held before another instance served the last turns
+    (a cache never invalidated)."""
+
+    loaded = False
+
+    def _sync(self) -> None:
+        if not self.loaded:
+            self.loaded = True
+            super()._sync()
+
+
+class ResumeDropsSummary(BuggyHarness):
+    """Resumes a session with its messages but not its compaction summary (the rollout is
+    replayed, the summary kept elsewhere is forgotten): after a compaction and a restart the
+    order and the user's instructions are gone."""
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        super().load_state({**state, "summary": ""})
+
+
 @dataclass(frozen=True)
 class Bug:
     name: str
@@ -287,7 +331,8 @@ BUGS: dict[str, Bug] = {b.name: b for b in map(_bug, [
     SummaryPromotesClaims, SummaryAfterNewest, TimeHintHostClock, RollingSummaryForgets,
     NoCheckAfterToolRound, KeepsOldest, TimeHintOncePerSession, ImageLimitKeepsOldest,
     ReserveIgnoresHead, TriggerAtContextSize, SummaryStripsTags, ToolResultNotSaved,
-    SummaryNeverParses, OffloadPathWrongSession,
+    SummaryNeverParses, OffloadPathWrongSession, LoadsSessionOnce, ResumeDropsSummary,
+    MemoryRetrievedNotSent, MemorySharedAcrossUsers,
 ])}
 for _b in BUGS.values():
     _b.cls.name = f"bug/{_b.name}"

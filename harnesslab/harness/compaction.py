@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from harnesslab.errors import ServiceRejected
 from harnesslab.harness.prompts import SUMMARY_TOOL
+from harnesslab.harness.registry import class_registrar
 from harnesslab.messages import (
     HintBlock,
     History,
@@ -66,14 +67,7 @@ class Stateless:
 STRATEGIES: dict[str, type[Any]] = {}
 
 
-def register(name: str) -> Any:
-    def deco(cls: type[Any]) -> type[Any]:
-        if name in STRATEGIES:
-            raise ValueError(f"compaction strategy {name!r} is already registered")
-        cls.name = name
-        STRATEGIES[name] = cls
-        return cls
-    return deco
+register = class_registrar(STRATEGIES, "compaction strategy")
 
 
 def make_strategy(name: str) -> Strategy:
@@ -103,6 +97,28 @@ def _summary_from_fields(raw: str, fields: tuple[str, ...]) -> dict[str, str] | 
     if not isinstance(data, dict) or any(not isinstance(data.get(f), str) for f in fields):
         return None
     return {f: data[f] for f in fields}
+
+
+def structured_extract(h: ReferenceHarness, msgs: tuple[Message, ...], instruction: str,
+                       fields: dict[str, str], purpose: str) -> dict[str, str] | None:
+    """Ask the model, through the structured-output tool, to fill ``fields`` from ``msgs``
+    (an extraction call: the pin board, memory items). None when the service rejected the
+    request or the answer did not fill the fields."""
+    prompt = Message("user", (TextBlock(instruction),), id=h.new_id())
+    req = h.request(messages=History.of((*msgs, prompt)),
+                    tools=(ToolSchema.from_dict(h.prompts.structured_tool(fields)),),
+                    purpose=purpose)
+    try:
+        resp = h.call(req.with_meta(("tool_choice", "forced")), purpose=purpose,
+                      estimate=h.estimate(req))
+    except ServiceRejected:
+        return None
+    for b in resp.blocks:
+        if isinstance(b, ToolCallBlock) and b.name == SUMMARY_TOOL:
+            values = _summary_from_fields(b.input, tuple(fields))
+            if values is not None:
+                return values
+    return None
 
 
 class AgentScopeCompaction(Stateless):
@@ -234,7 +250,7 @@ class AgentScopeCompaction(Stateless):
         if h.offloader is not None and (self.force_offload or h.cfg.offload):
             offload_path = h.offloader.offload_context(h.session_id, split.to_compress)
             reminder = h.prompts.offload_reminder.format(path=offload_path)
-            if reminder not in new_summary:
+            if offload_path is not None and reminder not in new_summary:
                 new_summary += reminder
         h.summary = new_summary
         h.context = History.of(split.to_keep)
@@ -305,25 +321,12 @@ class PinnedCompaction(AgentScopeCompaction):
         return messages if board is None else (board, *messages)
 
     def _extract(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> None:
-        fields = h.prompts.pin_fields
         board = self._board_message()
-        prompt = Message("user", (TextBlock(h.prompts.pin_request),), id=h.new_id())
-        body = (*((board,) if board is not None else ()), *msgs, prompt)
-        req = h.request(messages=History.of(body),
-                        tools=(ToolSchema.from_dict(h.prompts.structured_tool(fields)),),
-                        purpose="pin")
-        try:
-            resp = h.call(req.with_meta(("tool_choice", "forced")), purpose="pin",
-                          estimate=h.estimate(req))
-        except ServiceRejected:
-            return  # the old board stays: better stale than nothing
-        for b in resp.blocks:
-            if isinstance(b, ToolCallBlock) and b.name == SUMMARY_TOOL:
-                values = _summary_from_fields(b.input, tuple(fields))
-                if values is not None:
-                    self.board = h.prompts.pin_board.format(**values)
-                    h.emit({"type": "pin", "board": self.board})
-                    return
+        values = structured_extract(h, (*((board,) if board is not None else ()), *msgs),
+                                    h.prompts.pin_request, h.prompts.pin_fields, "pin")
+        if values is not None:  # else the old board stays: better stale than nothing
+            self.board = h.prompts.pin_board.format(**values)
+            h.emit({"type": "pin", "board": self.board})
 
     def _summarize(self, h: ReferenceHarness, msgs: tuple[Message, ...]) -> str | None:
         self._extract(h, msgs)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from harnesslab.tokens import ESTIMATOR_NAMES
 
@@ -22,6 +30,49 @@ class CodexSettings(BaseModel):
         "null: Codex's 20000, at most half the compaction limit")
     tool_output_limit: int = Field(default=10000, gt=0, description="Tool output tokens kept "
                                    "(head and tail) when a result is saved")
+
+
+class MemorySettings(BaseModel):
+    """Long-term memory (harness.memory): the mode and its knobs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: str = Field(default="none", description="none, vector, workspace, agentic, background")
+    top_k: int = Field(default=5, gt=0, description="Items retrieved per turn at most")
+    threshold: float | None = Field(default=None, ge=-1, le=1, description="Least cosine "
+                                    "similarity of a retrieved item; null: the top_k best")
+    position: Literal["start", "before_question"] = Field(
+        default="start", description="Where retrieved items are injected: before the "
+        "conversation, or right before the user's current message")
+    agent_id: str = Field(default="assistant", description="The agent whose memory it is")
+    key: Literal["verified", "named"] = Field(
+        default="verified", description="verified: memory of the verified session user; named: "
+        "of the user id the model last passed to a tool (a negative control)")
+    volatile: list[str] = Field(default_factory=lambda: ["track_order", "get_logistics_trace"],
+                                description="Tools whose results are time-sensitive")
+    not_remembered: list[str] = Field(
+        default_factory=lambda: ["search_kb"], description="Tools whose results are never "
+        "written to memory: a knowledge base is its own source, kept current there")
+    volatile_policy: Literal["reverify", "expire"] = Field(
+        default="reverify", description="reverify: a volatile item is kept and shown with its "
+        "age, to be looked up again; expire: it is dropped after ttl_hours")
+    ttl_hours: float = Field(default=12.0, gt=0, description="Life of a volatile item under "
+                             "expire")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_alone(cls, v: object) -> object:
+        return {"mode": v} if isinstance(v, str) else v  # memory: vector
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str) -> str:
+        from harnesslab.harness.memory import MEMORY_MODES
+
+        if v not in MEMORY_MODES:
+            raise ValueError(f"unknown memory mode {v!r}; expected one of "
+                             f"{', '.join(MEMORY_MODES)}")
+        return v
 
 
 class HarnessConfig(BaseModel):
@@ -80,7 +131,23 @@ class HarnessConfig(BaseModel):
     turn_timeout: float = Field(default=60.0, gt=0, le=3600, description="A black-box harness "
                                 "(harness=cmd:...): seconds its program may take to answer one "
                                 "step; past it the program is stopped and the run fails")
+    persist: bool = Field(default=False, description="Keep each session in a store in the "
+                          "workdir (JSONL rollout, SQLite metadata, memory/ folder); the bench "
+                          "turns it on for scenarios with restart, session or instance steps")
+    resume: Literal["store", "session_id"] = Field(
+        default="store", description="store: a fresh instance restores the session's full state "
+        "from the store, and reloads it before a turn when another instance changed it; "
+        "session_id: it keeps only the session id and restores nothing (a negative control)")
     codex: CodexSettings = Field(default_factory=CodexSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        # Without memory the dump (a record's header) stays as it was before memory existed.
+        data: dict[str, object] = handler(self)
+        if self.memory == MemorySettings():
+            data.pop("memory", None)
+        return data
 
     @field_validator("estimator")
     @classmethod

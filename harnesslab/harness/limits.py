@@ -55,7 +55,8 @@ def truncate_tool_result(output: str, limit: int, prompts: Prompts, *, session_i
     reference = ""
     if offloader is not None:
         path = offloader.offload_tool_result(session_id, call_id, dropped_text)
-        reference = prompts.tool_truncated_file.format(path=path)
+        if path is not None:  # None: the call id would lead outside the workspace
+            reference = prompts.tool_truncated_file.format(path=path)
     marker = prompts.tool_truncated.replace("{R}", reference)
     if kept and isinstance(kept[-1], TextBlock):
         kept[-1] = TextBlock(kept[-1].text + marker)
@@ -100,8 +101,9 @@ def limit_images(context: History, max_images: int, prompts: Prompts,
         if _URL_RE.match(block.source):
             # AgentScope points at a URL source as it is; only inline data is offloaded.
             return prompts.image_offloaded.format(name=name, url=block.source)
-        if offloader is not None:
-            return prompts.image_offloaded.format(name=name, url=offloader.offload_data(block))
+        url = offloader.offload_data(block) if offloader is not None else None
+        if url is not None:
+            return prompts.image_offloaded.format(name=name, url=url)
         return prompts.image_removed.format(name=name)
 
     new = context

@@ -24,6 +24,20 @@ from harnesslab.errors import InputError
 HARNESSES: dict[str, Callable[[], Any]] = {}
 
 
+def class_registrar(table: dict[str, Any], what: str) -> Callable[[str], Any]:
+    """A class decorator factory for a by-name registry (compaction strategies, memory modes):
+    ``@register("name")`` sets ``cls.name`` and adds it; a duplicate name is an error."""
+    def register(name: str) -> Callable[[type[Any]], type[Any]]:
+        def deco(cls: type[Any]) -> type[Any]:
+            if name in table:
+                raise ValueError(f"{what} {name!r} is already registered")
+            cls.name = name
+            table[name] = cls
+            return cls
+        return deco
+    return register
+
+
 def register_harness(name: str, loader: Callable[[], Any]) -> None:
     """Register ``loader`` (called on first use, returns the class) under ``name``."""
     if name in HARNESSES:

@@ -190,5 +190,12 @@ AGENTSCOPE_FIELDS = ("task_overview", "current_state", "important_discoveries", 
 # A structured request asking only for these is a pin extraction: the standing instructions
 # (constraints in force, as tags) and the entities under discussion (ids, most recent last).
 PIN_FIELDS = ("standing_instructions", "entities")
+# A model offered this tool keeps its own memory file (the agentic memory mode): when the user
+# states a preference or a claim it rewrites MEMORY.md with what it sees, claims unverified.
+MEMORY_WRITE_TOOL = "memory_write"
+# A structured request asking only for these is a memory extraction: the user's standing
+# preferences (constraint tags), their claims (claim tags, unverified) and the facts tool
+# results state (fact tags, with their as_of), one per line.
+MEMORY_FIELDS = ("preferences", "user_claims", "facts")
 SEED_FIELDS = ("goal", "confirmed_facts", "unconfirmed_items", "next_step",
                "constraints_to_keep")

@@ -22,7 +22,17 @@ from itertools import chain, cycle
 from typing import Any
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
-from harnesslab.sim.intents import ACT_NEEDS, REF, Act, Constraint, Intent, Slot
+from harnesslab.sim.intents import (
+    ACT_NEEDS,
+    MEMORY_WRITE_TOOL,
+    REF,
+    Act,
+    Constraint,
+    Intent,
+    Slot,
+    claim_tag,
+    constraint_tag,
+)
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
 from harnesslab.sim.segments import Reader
 from harnesslab.sim.summarizer import SummarizerProfile, content_of, draw, summarize, summary_form
@@ -249,6 +259,21 @@ def _content(act: Act, need: _Need, fact: Fact, lang: Lang, now: datetime | None
     return head + text
 
 
+def _remember(view: View, index: int) -> ToolCallBlock | None:
+    """Offered a memory-writing tool, the model keeps MEMORY.md itself: when the user states a
+    preference or a claim, it rewrites the file, once per turn, with the preferences in force
+    and the claims it sees (as unverified claims)."""
+    if MEMORY_WRITE_TOOL not in {t.name for t in view.request.tools} or any(
+            isinstance(b, ToolCallBlock) and b.name == MEMORY_WRITE_TOOL
+            for m in view.request.messages[index + 1:] for b in m.content):
+        return None
+    lines = [constraint_tag(c) for c in view.ordered_constraints()]
+    lines += [claim_tag(c) for _, c in view.claims]
+    raw = json.dumps({"path": "MEMORY.md", "content": "\n".join(dict.fromkeys(lines))},
+                     ensure_ascii=False)
+    return ToolCallBlock(_call_id(view.text, MEMORY_WRITE_TOOL, raw), MEMORY_WRITE_TOOL, raw)
+
+
 class FakeModel:
     """The fake model. ``reply`` is a pure function of the request and the constructor's
     arguments, which are copied so that later changes by the caller cannot leak in."""
@@ -261,7 +286,7 @@ class FakeModel:
         self._lexicon: dict[str, Intent] = dict(lexicon)
         self._seed = seed
         self._summarizer = summarizer or SummarizerProfile()
-        # How faithfully it answers a pin extraction (a narrower request than a summary).
+        # How faithfully it answers a pin or memory extraction (narrower than a summary).
         self._extractor = extractor or SummarizerProfile()
         self._max_ages: dict[str, timedelta | None] = dict(max_ages or {})
         self._phrases = phrase_patterns({c: tuple(ws) for c, ws in (phrases or {}).items()})
@@ -276,7 +301,7 @@ class FakeModel:
         if form is not None:
             content = View(content_of(request), self._lexicon, self._phrases, self._reader)
             blocks, notes = summarize(request, form, view, content, seed=self._seed,
-                                      profile=self._extractor if form == "pin"
+                                      profile=self._extractor if form in ("pin", "memory")
                                       else self._summarizer)
             return ModelReply(blocks, notes)
         return self._turn(view)
@@ -333,6 +358,10 @@ class FakeModel:
             need = _Need("search_kb", intent.topic, {"topic": intent.topic} if intent.topic else {})
 
         brief = Constraint.BREVITY in view.constraints
+        write = _remember(view, index) if need is None and (intent.constraints or
+                                                            intent.claims) else None
+        if write is not None:
+            return ModelReply((write,), note("tool_call", view, **base, reason="remember"))
         if need is None:
             return ModelReply((TextBlock(_fit(greet + _FIXED[(intent.act, lang)], brief, lang,
                                               None)),),

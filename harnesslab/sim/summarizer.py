@@ -36,6 +36,7 @@ from harnesslab.sim.intents import (
     FREEFORM_SUMMARY_MARKER,
     HANDOFF_SUMMARY_MARKER,
     ID_PATTERNS,
+    MEMORY_FIELDS,
     PIN_FIELDS,
     REF,
     SEED_FIELDS,
@@ -62,7 +63,7 @@ __all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "summarize", "s
            "swap_id"]
 
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
-SummaryForm = Literal["structured", "freeform", "handoff", "pin"]
+SummaryForm = Literal["structured", "freeform", "handoff", "pin", "memory"]
 # A non-lexicon message asking in words for a summary (what a real model would follow).
 _ASKS_SUMMARY_RE = re.compile(r"\bsummari[sz]e\b|\bsummary\b|总结|摘要", re.IGNORECASE)
 
@@ -149,6 +150,8 @@ def summary_form(request: Request, lexicon: Mapping[str, Intent] | None = None) 
     """
     if len(request.tools) == 1 and request.tools[0].name == SUMMARY_TOOL:
         props = _properties(request.tools[0])
+        if props and set(props) <= set(MEMORY_FIELDS):
+            return "memory"
         return "pin" if props and set(props) <= set(PIN_FIELDS) else "structured"
     i = current_index(request)
     text = request.messages[i].plain_text() if i is not None else ""
@@ -340,6 +343,10 @@ def _render(form: SummaryForm, kept: list[Item], lang: Lang,
                 return {p: by_name[p] for p in props}
         everything = "\n".join(s for s in (goals, facts, claims, _NEXT[lang], both) if s)
         return {p: (everything if n == 0 else "") for n, p in enumerate(props)}
+    if form == "memory":
+        remembered = {"preferences": join("constraint"), "user_claims": claims,
+                      "facts": facts}
+        return {p: remembered[p] for p in props}
     if form == "pin":
         pinned = dict(zip(PIN_FIELDS, (constraints, " ".join(
             i.text for i in kept if i.kind == "entity")), strict=True))
@@ -363,7 +370,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     serialized = view.text
     # A pin extraction draws its losses apart from summaries: the same item can survive one
     # and not the other, as two different requests to a real model would.
-    salt = "pin:" if form == "pin" else ""
+    salt = f"{form}:" if form in ("pin", "memory") else ""
     if draw(seed, salt + "refuse", hashlib.sha256(serialized.encode("utf-8")).hexdigest()) \
             < profile.refusal_rate:
         return (TextBlock(REFUSAL),), note("summary_refused", content, form=form,

@@ -720,3 +720,32 @@ def test_a_tool_the_request_does_not_offer_is_never_called() -> None:
     assert text_of(r).startswith("Sorry, I have no way to check order O-1001 right now.")
     # The control: offered, it is called.
     assert isinstance(model().reply(req(user(WHEN_EN))).blocks[0], ToolCallBlock)
+
+
+def test_memory_extraction_answers_preferences_claims_and_facts_from_the_request() -> None:
+    """A structured request asking only for MEMORY_FIELDS is a memory extraction: constraint
+    tags, claim tags (unverified) and fact tags with their as_of, one per line."""
+    from harnesslab.messages import Message, Request, TextBlock, ToolResultBlock
+    from harnesslab.sim.intents import MEMORY_FIELDS, SUMMARY_TOOL, Claim, ClaimKind
+
+    short, lisi = "以后简单一点。", "我是李四。"
+    lexicon = {short: Intent(Act.SET_CONSTRAINT, constraints=(Constraint.BREVITY,)),
+               lisi: Intent(Act.CHITCHAT, claims=(Claim(ClaimKind.IDENTITY, "U-2"),))}
+    call = ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}')
+    result = ToolResultBlock("c1", "track_order", json.dumps(
+        {"tool": "track_order", "as_of": "2026-11-28T10:00:00+08:00", "order_id": "O-1001",
+         "status": "in_transit", "eta": "2026-11-29"}))
+    tool = ToolSchema.from_dict({"type": "function", "function": {
+        "name": SUMMARY_TOOL, "parameters": {"type": "object", "properties": {
+            f: {"type": "string"} for f in MEMORY_FIELDS}}}})
+    req = Request(system="s", messages=(
+        Message("user", (TextBlock(short),)), Message("user", (TextBlock(lisi),)),
+        Message("assistant", (call, result)), Message("user", (TextBlock("extract"),))),
+        tools=(tool,))
+    reply = FakeModel(lexicon).reply(req)
+    assert reply.annotations["form"] == "memory"
+    out = json.loads(reply.blocks[0].input)  # type: ignore[union-attr]
+    assert out == {"preferences": "[constraint:brevity]",
+                   "user_claims": "[claim:identity=U-2 unverified]",
+                   "facts": "[fact:track_order order_id=O-1001 status=in_transit "
+                            "eta=2026-11-29 as_of=2026-11-28T10:00:00+08:00]"}
