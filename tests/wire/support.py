@@ -59,3 +59,17 @@ def example_through_suite(example: Path, logging: str, tmp: Path, monkeypatch: A
     for body, req in zip(sent, recorded, strict=True):
         assert request_from_openai(body, session_id=req.session_id) == req
     return code, rows, out
+
+
+# Why a black-box program cannot run a variant: a scenario that needs the harness's own
+# estimate (a fill_to filler), or its state (restarts, alternate instances, kills).
+NOT_APPLICABLE_TO_PROGRAMS = ("NotApplicable: filler fill_to needs the harness's own estimate",
+                              "harness 'cmd' does not save its state")
+
+
+def assert_only_not_applicable(rows: Mapping[tuple[str, str], Any]) -> None:
+    """No run hung or crashed: every run error is one of :data:`NOT_APPLICABLE_TO_PROGRAMS`."""
+    errors = {k: r["errors"] for k, r in rows.items() if r["errors"]}
+    assert errors and all(rows[k]["not_applicable"] for k in errors)
+    assert all(any(w in e for w in NOT_APPLICABLE_TO_PROGRAMS)
+               for es in errors.values() for e in es), errors

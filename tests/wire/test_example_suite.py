@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.wire.support import example_through_suite
+from tests.wire.support import assert_only_not_applicable, example_through_suite
 from tests.wire.test_cmd import LOGGING, ROOT
 
 pytest.importorskip("openai")
@@ -26,12 +26,6 @@ def test_plain_example_through_the_bundled_suite(tmp_path: Path, monkeypatch: py
     assert any("s3.resolves failed: resolved nothing" in u for u in follow)
     stale = rows[("stale-logistics-zh", "default")]["unexpected"]
     assert any("fresh_fact failed: stale" in u for u in stale)
-    # No run hung or crashed, except where the scenario needs the harness's own estimate or
-    # its state (restarts, alternate instances, kills: a program without save_state).
-    errors = {k: r["errors"] for k, r in rows.items() if r["errors"]}
-    assert errors and all(rows[k]["not_applicable"] for k in errors)
-    why = ("NotApplicable: filler fill_to needs the harness's own estimate",
-           "harness 'cmd' does not save its state")
-    assert all(any(w in e for w in why) for es in errors.values() for e in es), errors
+    assert_only_not_applicable(rows)
     assert all(rows[(s, "default")]["not_applicable"] for s in (
         "restart-followup-zh", "alternate-instances-zh", "kill-mid-turn-zh"))

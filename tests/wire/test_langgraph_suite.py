@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harnesslab.bench.record import Record
-from tests.wire.support import example_through_suite
+from tests.wire.support import assert_only_not_applicable, example_through_suite
 from tests.wire.test_cmd import ROOT
 
 pytest.importorskip("langgraph")
@@ -53,8 +53,4 @@ def test_langgraph_example_through_the_bundled_suite(
     # It never states the time: yesterday's ETA is served as today's.
     stale = rows[("stale-logistics-zh", "default")]["unexpected"]
     assert any("fresh_fact failed: stale" in u for u in stale)
-    # No run hung or crashed, except where the scenario needs the harness's own estimate.
-    errors = {k: r["errors"] for k, r in rows.items() if r["errors"]}
-    assert errors and all(rows[k]["not_applicable"] for k in errors)
-    why = "NotApplicable: filler fill_to needs the harness's own estimate"
-    assert all(why in e for es in errors.values() for e in es), errors
+    assert_only_not_applicable(rows)
