@@ -177,12 +177,13 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                        settings=key_settings(settings), overridden=overridden(variant, cli_set),
                        control=bool(variant.expect_fail), role=variant.kind,
                        rates=variant.fail_rates)
-    workdir = path.parent if path else None
     # On for session steps (settings.scenario_layers) and for long-term memory.
     own = settings.harness.persist or settings.harness.memory.mode != "none"
-    if own:
-        # The run's own folder for the harness's store and memory, shared by its instances,
-        # fresh each run: never a store or memory another seed or variant wrote.
+    workdir: Path | None = None
+    if own or path is not None:
+        # The run's own folder for the harness's files (offloaded context, store, memory),
+        # shared by its instances, fresh each run: never files another seed or variant wrote,
+        # and never one folder for two runs of a parallel `harnesslab run`.
         workdir = run_workdir(path)
     try:
         _drive(sc, settings, world, writer, seed, workdir, on_step)
@@ -206,8 +207,10 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                      "traceback": traceback.format_exc(limit=8)})
     finally:
         writer.close()
-        if workdir is not None and path is None and own:
+        if workdir is not None and path is None:
             shutil.rmtree(workdir, ignore_errors=True)
+        elif workdir is not None and not any(workdir.iterdir()):
+            workdir.rmdir()  # a harness that wrote no file leaves no folder
     return result
 
 
