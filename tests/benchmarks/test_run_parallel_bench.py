@@ -64,7 +64,8 @@ def test_run_seeds_5_on_processes_vs_serial(benchmark, tmp_path: Path) -> None: 
     speedup = serial / procs
     available = sum(cal) / len(cal)
     need = min(TARGET, SHARE * available)  # TARGET caps it on a machine with more cores
-    report(benchmark, f"run --seeds 5 ({len(files) - 1} runs): serial {serial:.1f} s, local "
+    records = sum(Path(n).name.startswith("seed") and n.endswith(".jsonl") for n in files)
+    report(benchmark, f"run --seeds 5 ({records} records): serial {serial:.1f} s, local "
            f"processes x{usable_cores()} {procs:.1f} s: {speedup:.2f}x; two processes get "
            f"{available:.2f}x on this machine now ({', '.join(f'{c:.2f}' for c in cal)}), "
            f"needed {need:.2f}x", speedup=speedup, machine_parallelism=available, needed=need)
