@@ -70,6 +70,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scenario_arguments(p: argparse.ArgumentParser) -> None:
+    """What serve and mcp both take: one scenario variant, its seed and settings."""
+    p.add_argument("scenario", metavar="SCENARIO", help="a scenario file or a bundled id")
+    p.add_argument("--variant", metavar="V", help="the variant (default: 'default' or the first)")
+    p.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a setting beneath the variant's own (e.g. service=qwen-131k)")
+
+
 def add_wire_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     s = sub.add_parser(
         "serve", help="serve a scenario's fake model (OpenAI API) and tools over HTTP",
@@ -77,13 +86,9 @@ def add_wire_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[t
         "/v1/models, backed by the simulated service and the fake model; the tools at "
         "/harnesslab/tools. Each API key is a session: its own world and record "
         "(OUT/session<N>.jsonl). Needs: pip install 'harnesslab[serve]'.")
-    s.add_argument("scenario", metavar="SCENARIO", help="a scenario file or a bundled id")
-    s.add_argument("--variant", metavar="V", help="the variant (default: 'default' or the first)")
-    s.add_argument("--seed", type=int, default=0, help="the seed (default 0)")
+    _scenario_arguments(s)
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
-    s.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="a setting beneath the variant's own (e.g. service=qwen-131k)")
     s.add_argument("--out", metavar="DIR", help="a new or empty folder for the session records "
                    "(default: a new runs/<timestamp>/)")
     s.set_defaults(func=_cmd_serve)
@@ -129,10 +134,7 @@ def _add_mcp(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "scenario's verified user, whatever user_id a call passes (unless the variant sets "
         "identity: trust). Over HTTP every request needs the printed bearer token. Needs the "
         "mcp extra: pip install 'harnesslab[mcp]'.")
-    m.add_argument("scenario", metavar="SCENARIO", help="a scenario file or a bundled id")
-    m.add_argument("--variant", metavar="NAME", help="default: 'default', else the first")
-    m.add_argument("--seed", type=int, default=0, help="the seed of the tools' failure draws")
-    m.add_argument("--set", action="append", metavar="KEY=VALUE", help="a setting, as for run")
+    _scenario_arguments(m)
     m.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default: HTTP)")
     m.add_argument("--host", default="127.0.0.1", help="HTTP address (default 127.0.0.1)")
     m.add_argument("--port", type=int, default=0, help="HTTP port (default: any free one)")
