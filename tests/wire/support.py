@@ -28,37 +28,72 @@ def serving(out: Path, *, scenario: Path = FOLLOWUP, variant: str = "default",
         serve.close()
 
 
+# Put before a logging wrapper: each program (one per session) logs the bodies it sends to a
+# file of its own, named by its session's API key, which opens with its session id.
+_LOG_PER_SESSION = """import json as _json, os as _os
+_os.environ["SENT_LOG"] = _os.path.join(_os.environ["SENT_DIR"],
+                                      _os.environ["OPENAI_API_KEY"] + ".jsonl")
+with open(_os.environ["SENT_LOG"], "w") as _f:
+    _f.write(_json.dumps({"session": _os.environ["HARNESSLAB_SESSION_ID"]}) + "\\n")
+"""
+
+
 def example_through_suite(example: Path, logging: str, tmp: Path, monkeypatch: Any,
                           capsys: Any, *run_args: str) -> tuple[int, dict[tuple[str, str], Any],
                                                                 Path]:
-    """``harnesslab run`` of the bundled suite with ``example`` as a black-box harness, wrapped
-    by ``logging`` (which writes every body it sends to $SENT_LOG); then the check that the
-    records hold every request it sent, in order (runs are serial, in summary order). Returns
-    the exit code, the summary rows by (scenario, variant) and the records folder."""
+    """``harnesslab run`` of the bundled suite on all cores with ``example`` as a black-box
+    harness, wrapped by ``logging`` (which writes every body it sends to $SENT_LOG, one file per
+    program); then the check that each session's record holds every request its program sent,
+    in order. Returns the exit code, the summary rows by (scenario, variant) and the records
+    folder."""
     import json
+    from collections import Counter
 
     from harnesslab.adapters.openai_wire import request_from_openai
     from harnesslab.bench.record import CALL_EVENTS, Record
     from harnesslab.cli import main
+    from harnesslab.messages import dumps
 
-    monkeypatch.setenv("SENT_LOG", str(tmp / "sent.jsonl"))
+    sent_dir = tmp / "sent"
+    sent_dir.mkdir()
+    monkeypatch.setenv("SENT_DIR", str(sent_dir))
     wrapper = tmp / "logging_agent.py"
-    wrapper.write_text(logging, encoding="utf-8")
+    wrapper.write_text(_LOG_PER_SESSION + logging, encoding="utf-8")
     out = tmp / "out"
-    # Serial: the programs append to one log, which must follow the summary's order.
     code = main(["run", "--set", f"harness=cmd:python {wrapper} {example}", *run_args,
-                 "--executor", "serial", "--out", str(out), "--json"])
+                 "--out", str(out), "--json"])
     rows = {(r["scenario"], r["variant"]): r
             for r in json.loads(capsys.readouterr().out)["rows"]}
-    sent = [json.loads(x) for x in (tmp / "sent.jsonl").read_text().splitlines()]
-    recorded = []
+    sent = []  # per program: the requests its bodies make, in the order it sent them
+    for log in sorted(sent_dir.iterdir()):
+        head, *bodies = [json.loads(x) for x in log.read_text().splitlines()]
+        if bodies:
+            sent.append([request_from_openai(b, session_id=head["session"]) for b in bodies])
+    recorded = []  # per run and session: the requests its record holds, in order
     for scenario, variant in rows:
         rec = Record.load(out / scenario / variant / "seed0.jsonl")
-        recorded += [rec.request(e["request"]) for e in rec.events if e["type"] in CALL_EVENTS]
-    assert len(sent) == len(recorded) > 100
-    for body, req in zip(sent, recorded, strict=True):
-        assert request_from_openai(body, session_id=req.session_id) == req
+        by_session: dict[str, list[Any]] = {}
+        for e in rec.events:
+            if e["type"] in CALL_EVENTS:
+                req = rec.request(e["request"])
+                by_session.setdefault(req.session_id, []).append(req)
+        recorded += by_session.values()
+    # The records hold every request the programs sent, and nothing else...
+    assert Counter(dumps(r) for seq in sent for r in seq) == Counter(
+        dumps(r) for seq in recorded for r in seq)
+    assert sum(map(len, sent)) > 100
+    # ...each program's in the order it sent them, in one session's record (the instances of
+    # an alternate-instances run take turns in one session).
+    for seq in sent:
+        assert any(_in_order(seq, r) for r in recorded), \
+            f"no session's record holds the {len(seq)} requests a program sent, in order"
     return code, rows, out
+
+
+def _in_order(part: list[Any], whole: list[Any]) -> bool:
+    """``part`` is a subsequence of ``whole``."""
+    rest = iter(whole)
+    return all(any(x == y for y in rest) for x in part)
 
 
 # Why a black-box program cannot run a variant: a scenario that needs the harness's own
