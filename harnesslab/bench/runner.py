@@ -15,7 +15,7 @@ import hashlib
 import shutil
 import tempfile
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,7 @@ from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.service import SimulatedService
 from harnesslab.sim.tools import ToolBox
 from harnesslab.sim.world import World, parse_duration
-from harnesslab.tokens import TokenCache, make_rule
+from harnesslab.tokens import CountRule, TokenCache, make_rule
 
 # A 1x1 PNG: what an attached image is (its size never matters to an estimator).
 TINY_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9aw"
@@ -348,25 +348,13 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                 target = spec.times_trigger * cfg.trigger_ratio * cfg.context_size
                 pairs = make_filler(rule, target, locale, seed, start=fillers)
                 harness.preload(pairs)
+                drawn = len(pairs)
             else:
                 assert spec.fill_to is not None
                 target = spec.fill_to * cfg.trigger_tokens
-                pairs = []
-                before: int | None = None
-                for pair in exchanges(locale, seed, start=fillers):
-                    now = harness.context_estimate()
-                    if now is None:
-                        raise NotApplicable("filler fill_to needs the harness's own estimate "
-                                            "(Harness.context_estimate returned None)")
-                    if before is not None and now <= before:
-                        break  # the harness does not accumulate (a window): it never fills
-                    adds = rule.finalize(sum(rule.message_units(m) for m in pair))
-                    if now + adds >= target:
-                        break
-                    harness.preload([pair])
-                    pairs.append(pair)
-                    before = now
-            fillers += len(pairs)
+                pairs, drawn = _fill_to(harness, rule, target,
+                                        exchanges(locale, seed, start=fillers))
+            fillers += drawn  # exchange ids never repeat, taken or passed over
             msgs: tuple[Message, ...] = tuple(m for p in pairs for m in p)
             est_units = sum(rule.message_units(m) for m in msgs)
             true = SimulatedService(s.service, cache).count_input(Request(system="", messages=msgs))
@@ -374,6 +362,40 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                          "estimate": rule.finalize(est_units), "true_tokens": true})
         if on_step is not None:
             on_step(i)
+
+
+# How many exchanges in a row a fill_to filler passes over (each too large for the room left)
+# before it stops: the room left is then smaller than nearly every exchange, whatever the seed,
+# so a scenario sized to the trigger gets there in every seed.
+FILL_TRIES = 32
+
+
+def _fill_to(harness: Harness, rule: CountRule, target: float,
+             stream: Iterator[tuple[Message, Message]]) -> tuple[list[tuple[Message, Message]],
+                                                                int]:
+    """Preload exchanges from ``stream`` while the harness's own estimate of its whole context
+    stays below ``target``, passing over one that would reach it; the exchanges taken and how
+    many were drawn."""
+    pairs: list[tuple[Message, Message]] = []
+    before: int | None = None
+    drawn = misses = 0
+    for pair in stream:
+        now = harness.context_estimate()
+        if now is None:
+            raise NotApplicable("filler fill_to needs the harness's own estimate "
+                                "(Harness.context_estimate returned None)")
+        if before is not None and now <= before:
+            break  # the harness does not accumulate (a window): it never fills
+        drawn += 1
+        if now + rule.finalize(sum(rule.message_units(m) for m in pair)) >= target:
+            misses += 1
+            if misses == FILL_TRIES:
+                break
+            continue
+        harness.preload([pair])
+        pairs.append(pair)
+        before, misses = now, 0
+    return pairs, drawn
 
 
 def harness_spec(harness: str | type | Callable[..., Any]) -> str:

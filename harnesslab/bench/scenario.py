@@ -175,7 +175,9 @@ class FillerSpec(_Strict):
                                         "harness's estimator")
     fill_to: float | None = Field(default=None, gt=0, lt=1, description="Instead: add filler "
                                   "until the whole context's estimate reaches this fraction of "
-                                  "the trigger, staying below it (no compaction during filler)")
+                                  "the trigger, staying below it (an exchange too large for "
+                                  "the room left is passed over for the next ones; no "
+                                  "compaction during filler)")
     locale: Literal["zh", "en"] | None = Field(default=None, description="Default: the "
                                                "scenario's locale")
 

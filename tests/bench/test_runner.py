@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harnesslab.bench import runner
 from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_variant
+from harnesslab.bench.runner import run_scenario_file, run_variant
 from harnesslab.bench.scenario import FillerSpec, Variant, bundled_dir, load_scenario
 
 
@@ -72,3 +73,25 @@ def test_a_crash_outside_a_turn_is_a_recorded_result(tmp_path: Path,
     assert r.error == "RuntimeError: preload exploded" and not r.expected
     rec = Record.load(r.record)  # type: ignore[arg-type]
     assert rec.of_type("run_error")[0]["error"] == "RuntimeError: preload exploded"
+
+
+def test_fill_to_reaches_the_trigger_in_every_seed(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scenario sized to the trigger exercises its boundary whatever the seed: the filler
+    passes over an exchange too large for the room left and tries the next ones. Control:
+    stopping at the first one that does not fit (FILL_TRIES = 1) leaves room that varies with
+    the seed, and the scenario's controls pass where they must fail."""
+    path = bundled_dir() / "reserve-boundary-in-tool-round-zh.yaml"
+    seeds = range(5)
+
+    def run(out: Path) -> tuple[list[bool], list[int]]:
+        results = run_scenario_file(path, seeds=seeds, out_dir=out)
+        fills = [Record.load(r.record).of_type("filler")[0]["estimate"]  # type: ignore[arg-type]
+                 for r in results if r.variant == "default"]
+        return [r.expected for r in results], fills
+
+    expected, fills = run(tmp_path / "tight")
+    assert all(expected) and max(fills) - min(fills) < 30, fills
+    monkeypatch.setattr(runner, "FILL_TRIES", 1)
+    expected, fills = run(tmp_path / "first-miss")
+    assert not all(expected) and max(fills) - min(fills) > 60, fills
