@@ -5,7 +5,7 @@ A 10 MB JSONL transcript of mixed Chinese and English chat (system prompts, user
 assistant answers, tool calls and JSON tool results; every text distinct, so that no repeat is
 encoded once where the floor encodes it again) is made deterministically in pieces of 1 MB
 (10 MB by default keeps the file within a minute of CPU; the cost per byte is the same;
-``HARNESSLAB_BENCH_TOKENS_MB=50`` measures the issue's 50 MB, about ten minutes).
+``HARNESSLAB_BENCH_TOKENS_MB=50`` measures the issue's 50 MB, about three minutes).
 For each piece the floor (the default tokenizers' ``count`` over its texts) and
 ``file_stats`` on its file are timed in alternating rounds, each keeping its least CPU time;
 the ratio is of the sums. Everything else the command does (reading, JSON, content kinds,
