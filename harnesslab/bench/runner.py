@@ -377,15 +377,9 @@ def _fill_to(harness: Harness, rule: CountRule, target: float,
     stays below ``target``, passing over one that would reach it; the exchanges taken and how
     many were drawn."""
     pairs: list[tuple[Message, Message]] = []
-    before: int | None = None
     drawn = misses = 0
+    now = _context_estimate(harness)  # read again only when a preload changed it
     for pair in stream:
-        now = harness.context_estimate()
-        if now is None:
-            raise NotApplicable("filler fill_to needs the harness's own estimate "
-                                "(Harness.context_estimate returned None)")
-        if before is not None and now <= before:
-            break  # the harness does not accumulate (a window): it never fills
         drawn += 1
         if now + rule.finalize(sum(rule.message_units(m) for m in pair)) >= target:
             misses += 1
@@ -394,8 +388,18 @@ def _fill_to(harness: Harness, rule: CountRule, target: float,
             continue
         harness.preload([pair])
         pairs.append(pair)
-        before, misses = now, 0
+        before, now, misses = now, _context_estimate(harness), 0
+        if now <= before:
+            break  # the harness does not accumulate (a window): it never fills
     return pairs, drawn
+
+
+def _context_estimate(harness: Harness) -> int:
+    now = harness.context_estimate()
+    if now is None:
+        raise NotApplicable("filler fill_to needs the harness's own estimate "
+                            "(Harness.context_estimate returned None)")
+    return now
 
 
 def harness_spec(harness: str | type | Callable[..., Any]) -> str:
