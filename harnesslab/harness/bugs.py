@@ -336,7 +336,3 @@ BUGS: dict[str, Bug] = {b.name: b for b in map(_bug, [
 ])}
 for _b in BUGS.values():
     _b.cls.name = f"bug/{_b.name}"
-
-
-def bug_names() -> list[str]:
-    return [f"bug/{n}" for n in BUGS]
