@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from harnesslab.run.runner import RunResult
 
 # The plugin tests (tests/plugin) run pytest inside pytest; pytest accepts pytest_plugins only
 # in the top-level conftest.
@@ -31,3 +36,16 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         return data
 
     monkeypatch.setattr(tiktoken.load, "read_file", guarded)
+
+
+@pytest.fixture(scope="session")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[RunResult]]:
+    """The bundled suite, run once per test session: its results and records feed many tests."""
+    from harnesslab.run.runner import run_scenario_file
+    from harnesslab.scenario.loader import bundled_dir, scenario_paths
+
+    out = tmp_path_factory.mktemp("suite")
+    results: list[RunResult] = []
+    for path in scenario_paths([str(bundled_dir())]):
+        results += run_scenario_file(path, out_dir=out)
+    return out, results

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_scenario_file
-from harnesslab.bench.scenario import bundled_dir
 from harnesslab.messages import (
     Request,
 )
+from harnesslab.record.format import Record
+from harnesslab.run.runner import run_scenario_file
+from harnesslab.scenario.loader import bundled_dir
 from harnesslab.tokens import Bytes4Rule, count_request
 
 pytestmark = [pytest.mark.slow, pytest.mark.agentscope]

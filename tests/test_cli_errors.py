@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.scenario import bundled_dir
+from harnesslab.scenario.loader import bundled_dir
 
 FOLLOWUP = bundled_dir() / "followup-o1001-zh.yaml"
 

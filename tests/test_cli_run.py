@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.scenario import bundled_dir
+from harnesslab.scenario.loader import bundled_dir
 
 SCENARIO = str(bundled_dir() / "followup-after-filler-zh.yaml")
 
@@ -117,7 +117,8 @@ def test_an_unknown_executor_is_one_line_exit_2(tmp_path: Path) -> None:
 def test_the_summary_is_computed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     from harnesslab import cli as cli_module
-    from harnesslab.bench import report_text, suite
+    from harnesslab.run import suite
+    from harnesslab.run import table as report_text
 
     calls = []
     real = suite.summarize

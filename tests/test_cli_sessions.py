@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.runner import run_scenario_file
-from harnesslab.bench.scenario import bundled_dir
 from harnesslab.cli import main
+from harnesslab.run.runner import run_scenario_file
+from harnesslab.scenario.loader import bundled_dir
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_scenario_file
-from harnesslab.bench.scenario import bundled_dir
 from harnesslab.errors import InputError
+from harnesslab.record.format import Record
+from harnesslab.run.runner import run_scenario_file
+from harnesslab.scenario.loader import bundled_dir
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -84,7 +84,7 @@ def test_the_readme_harness_runs_from_python_by_path_and_by_class(tmp_path: Path
     ("nope", "harness: unknown harness 'nope'; expected one of reference"),
     ("missing.py:X", "harness: no such file: missing.py"),
     ("harnesslab.nothing_here:X", "harness: cannot import harnesslab.nothing_here"),
-    ("harnesslab.bench.runner:Nope", "harness: harnesslab.bench.runner has no class 'Nope'"),
+    ("harnesslab.run.runner:Nope", "harness: harnesslab.run.runner has no class 'Nope'"),
 ])
 def test_a_bad_harness_choice_is_one_line(spec: str, message: str) -> None:
     with pytest.raises(InputError, match=re.escape(message)):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.scenario import bundled_dir
 from harnesslab.cli import main
+from harnesslab.scenario.loader import bundled_dir
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:

@@ -5,6 +5,9 @@ Its loop and layout reproduce AgentScope 2.0.x (semantics spec §2, §3.1, §7):
 of its own, then one assistant message per reply holding hints, tool calls, tool results and
 the final text; the compaction check before every model call (after the user message is
 appended and after every tool round), then the runtime-state injection.
+
+Over 400 lines on purpose: this is the reference harness's one loop (assembly, budget, tools,
+state); the parts that can stand alone already do (compaction, split, limits, memory, store).
 """
 
 from __future__ import annotations

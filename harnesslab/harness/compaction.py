@@ -13,6 +13,9 @@
 - ``codex``: triggers on the last usage the service reported plus bytes/4 of later items,
   against an absolute limit; keeps recent user messages up to a budget and a handoff summary;
   drops tool outputs.
+
+Over 400 lines on purpose: the eight strategies share the summary call and its fallbacks,
+and registration order here is the order every error message and table lists them in.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from harnesslab.errors import ServiceRejected
 from harnesslab.harness.prompts import SUMMARY_TOOL
-from harnesslab.harness.registry import class_registrar
 from harnesslab.messages import (
     HintBlock,
     History,
@@ -34,6 +36,7 @@ from harnesslab.messages import (
     ToolCallBlock,
     ToolSchema,
 )
+from harnesslab.registries import class_registrar
 from harnesslab.tokens import Bytes4Rule
 
 if TYPE_CHECKING:

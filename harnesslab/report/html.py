@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.sweep import MANIFEST
-from harnesslab.bench.sweep_rows import load_table, table_path
 from harnesslab.errors import InputError
+from harnesslab.record.format import Record
+from harnesslab.record.table import MANIFEST, load_table, table_path
 from harnesslab.report import tables
 
 if TYPE_CHECKING:

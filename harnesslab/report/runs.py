@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnesslab.bench.facts import fact_names, timeline
-from harnesslab.bench.record import Record, message_text
 from harnesslab.errors import HarnessLabError
+from harnesslab.record.facts import fact_names, timeline
+from harnesslab.record.format import Record, message_text
 from harnesslab.tokens import CountRule, TokenCache, make_rule
 
 MAX_MESSAGES = 8       # messages shown at the end of a request

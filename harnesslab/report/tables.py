@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from harnesslab.bench.metrics import pass_hat_k, wilson
+from harnesslab.stats import pass_hat_k, wilson
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -9,6 +9,9 @@ which obeys the visible constraints and states only what a visible fact gives.
 
 What counts as visible, and where, is ``harnesslab.sim.reading`` (``serialize`` documents the
 positions); the summarizer is ``harnesslab.sim.summarizer``.
+
+Over 400 lines on purpose: the reply rules are one decision (summary, clarification, tool
+call or answer, in that order), and reading them in one place is how a change stays consistent.
 """
 
 from __future__ import annotations

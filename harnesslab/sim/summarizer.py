@@ -15,6 +15,9 @@ Items, each kept or lost as a whole:
 
 Every loss is a draw keyed by (seed, what, item) and never by anything a harness chose, so
 the same item is lost whatever strategy built the request, and runs pair across strategies.
+
+Over 400 lines on purpose: the item extraction and the three summary forms (structured,
+free text, pinned board) share the same keep-or-lose draws and must change together.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any
 
 from harnesslab.messages import ToolOutcome, ToolSchema
 from harnesslab.sim.intents import ToolError
-from harnesslab.sim.world import World
+from harnesslab.sim.world import TOOL_NAMES, World
 
 
 def _schema(name: str, description: str, props: dict[str, Any], required: list[str]) -> ToolSchema:
@@ -176,6 +176,9 @@ TOOLS: dict[str, ToolDef] = {
         "get_order", "Get an order's details: items, shipping address and status.",
         {"order_id": _ORDER_ID, "user_id": _USER_ID}, ["order_id"]), get_order),
 }
+
+if tuple(TOOLS) != TOOL_NAMES:  # one list of names for the world's spec and the registry
+    raise RuntimeError(f"sim.world.TOOL_NAMES {TOOL_NAMES} differs from the tools {tuple(TOOLS)}")
 
 _ORDER_TOOLS = ("track_order", "get_logistics_trace", "get_order")
 _FAILURES = {

@@ -148,6 +148,10 @@ DEFAULT_MAX_AGE: dict[str, str | None] = {
     "track_order": "6h", "get_user_profile": "30d", "search_kb": None,
     "get_logistics_trace": "6h", "list_orders": "6h", "get_order": "6h",
 }
+# The business tools in the registry's order (``harnesslab.sim.tools.TOOLS``, which checks that
+# it defines exactly these): named here so that the world's spec needs nothing of the tools.
+TOOL_NAMES = ("track_order", "get_user_profile", "search_kb", "get_logistics_trace", "list_orders",
+              "get_order")
 # Every world offers these; any other tool is offered when the world lists it under ``tools``.
 CORE_TOOLS = ("track_order", "get_user_profile", "search_kb", "get_logistics_trace")
 
@@ -175,18 +179,14 @@ class WorldSpec(_Strict):
                 raise ValueError(f"order id {oid!r} must look like O-1001")
             if o.user not in self.users:
                 raise ValueError(f"order {oid} belongs to unknown user {o.user!r}")
-        from harnesslab.sim.tools import TOOLS
-
         for name in self.tools:
-            if name not in TOOLS:
-                raise ValueError(f"unknown tool {name!r}; expected one of {', '.join(TOOLS)}")
+            if name not in TOOL_NAMES:
+                raise ValueError(f"unknown tool {name!r}; expected one of {', '.join(TOOL_NAMES)}")
         return self
 
     def offered(self) -> tuple[str, ...]:
         """The tools this world offers, in the registry's order."""
-        from harnesslab.sim.tools import TOOLS
-
-        return tuple(t for t in TOOLS if t in CORE_TOOLS or t in self.tools)
+        return tuple(t for t in TOOL_NAMES if t in CORE_TOOLS or t in self.tools)
 
     def with_tools(self, overrides: Mapping[str, Mapping[str, Any]]) -> WorldSpec:
         """A copy whose per-tool specs are replaced by ``overrides`` (a variant's ``tools.<name>``

@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from harnesslab.bench.doors import harness_context
-from harnesslab.bench.fidelity import CALLS, canonical
 from harnesslab.events import ListSink
 from harnesslab.harness.base import TurnResult
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.messages import Block, Message, Request, TextBlock, ToolCallBlock
+from harnesslab.run.doors import harness_context
 from harnesslab.sim.endpoint import Endpoint
 from harnesslab.sim.service import PROFILES, SimulatedService
 from harnesslab.sim.tools import ToolBox
 from harnesslab.sim.world import World, WorldSpec
+from harnesslab.study.fidelity import CALLS, canonical
 from harnesslab.tokens import TokenCache
 from tests.harness.support import WORLD
 
@@ -180,7 +180,7 @@ def assert_same(ref: Run, ags: Run) -> None:
 
 def view(e: dict[str, Any]) -> dict[str, Any]:
     """A compaction as both harnesses should record it (fidelity.COMPACTION_FIELDS)."""
-    from harnesslab.bench.fidelity import COMPACTION_FIELDS
+    from harnesslab.study.fidelity import COMPACTION_FIELDS
 
     out = {k: e.get(k) for k in COMPACTION_FIELDS}
     out["request"] = canonical(e["request"]) if e.get("request") is not None else None

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.doors import harness_context
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_scenario_file, run_variant
-from harnesslab.bench.scenario import bundled_dir, load_scenario
 from harnesslab.events import ListSink
 from harnesslab.harness.config import HarnessConfig
-from harnesslab.harness.registry import load_harness
+from harnesslab.harnesses.registry import load_harness
 from harnesslab.messages import HintBlock, dumps
+from harnesslab.record.format import Record
+from harnesslab.run.doors import harness_context
+from harnesslab.run.runner import run_scenario_file, run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 from harnesslab.sim.endpoint import Endpoint
 from harnesslab.sim.service import SimulatedService
 from harnesslab.sim.tools import ToolBox

@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_layers import offenders
-
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = str(ROOT / "scenarios" / "followup-o1001-zh.yaml")
 INSTALL = "pip install 'harnesslab[agentscope]'"
@@ -49,8 +47,3 @@ def test_the_settings_map_needs_no_agentscope() -> None:
                          timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert "strategy codex" in out.stdout
-
-
-def test_adapters_know_nothing_of_the_world_the_bench_or_reports() -> None:
-    # An adapter is a harness: it gets the harness context like any other.
-    assert not offenders("adapters", ("harnesslab.sim", "harnesslab.bench", "harnesslab.report"))

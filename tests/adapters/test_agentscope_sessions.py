@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harnesslab.bench.runner import run_scenario_file
-from harnesslab.bench.scenario import bundled_dir
+from harnesslab.run.runner import run_scenario_file
+from harnesslab.scenario.loader import bundled_dir
 from tests.adapters.support import AGENTSCOPE_EXTRA
 
 pytestmark = pytest.mark.agentscope

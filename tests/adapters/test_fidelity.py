@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.fidelity import Comparison, compare_records, compare_variant, totals
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import bundled_dir, load_scenario
 from harnesslab.cli import main
+from harnesslab.record.format import Record
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
+from harnesslab.study.fidelity import Comparison, compare_records, compare_variant, totals
 from tests.adapters.support import AGENTSCOPE_EXTRA
 
 pytestmark = pytest.mark.agentscope

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import UserStep, bundled_dir, load_scenario
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
+from harnesslab.scenario.schema import UserStep
 from tests.adapters.support import AGENTSCOPE_EXTRA
 
 from .conftest import figure

@@ -18,9 +18,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import UserStep
+from harnesslab.record.format import Record
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.schema import UserStep
 
 from .conftest import report
 from .test_run_bench import long_scenario

@@ -16,8 +16,8 @@ import gc
 import time
 from pathlib import Path
 
-from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import Scenario, UserStep
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.schema import Scenario, UserStep
 
 from .conftest import report
 

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from harnesslab.bench.executors import usable_cores
+from harnesslab.run.executors import usable_cores
 
 from .conftest import report
 from .test_sweep_bench import TARGET, machine_parallelism

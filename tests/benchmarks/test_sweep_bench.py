@@ -23,10 +23,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harnesslab.bench.executors import usable_cores
-from harnesslab.bench.sweep import run_sweep
-from harnesslab.bench.sweep_rows import load_table
-from harnesslab.bench.sweep_spec import default_spec
+from harnesslab.record.table import load_table
+from harnesslab.run.executors import usable_cores
+from harnesslab.sweep.plan import run_sweep
+from harnesslab.sweep.spec import default_spec
 
 from .conftest import figure
 

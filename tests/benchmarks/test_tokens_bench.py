@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.tokenstats import file_stats
+from harnesslab.study.tokenstats import file_stats
 from harnesslab.tokens import get_tokenizer
 
 from .conftest import cpu_min, report
@@ -111,7 +111,7 @@ def encode_floor(texts: list[str]) -> None:
 
 _PROBE = textwrap.dedent("""
     import json, resource, sys, time
-    from harnesslab.bench.tokenstats import file_stats
+    from harnesslab.study.tokenstats import file_stats
     from harnesslab.tokens import get_tokenizer
     names, big = json.loads(sys.argv[1]), sys.argv[2]
     for name in names:

@@ -19,11 +19,6 @@ from typing import Any
 
 import pytest
 
-from harnesslab.bench.doors import ClockDoor
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import Scenario
-from harnesslab.bench.settings import resolve_settings
 from harnesslab.harness.agent import ReferenceHarness
 from harnesslab.harness.base import HarnessContext, Session, TurnResult
 from harnesslab.messages import (
@@ -35,6 +30,11 @@ from harnesslab.messages import (
     ToolSchema,
     block_from_dict,
 )
+from harnesslab.record.format import Record
+from harnesslab.run.doors import ClockDoor
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.schema import Scenario
+from harnesslab.scenario.settings import resolve_settings
 from harnesslab.sim.tools import ToolBox
 from harnesslab.sim.world import World
 from tests.adapters.support import AGENTSCOPE_EXTRA

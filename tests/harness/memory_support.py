@@ -9,10 +9,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.doors import harness_context
 from harnesslab.events import ListSink
 from harnesslab.harness.agent import ReferenceHarness
 from harnesslab.harness.config import HarnessConfig
+from harnesslab.run.doors import harness_context
 from harnesslab.sim.endpoint import Endpoint
 from harnesslab.sim.intents import REF, Act, Claim, ClaimKind, Constraint, Intent
 from harnesslab.sim.model import FakeModel

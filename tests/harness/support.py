@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.doors import harness_context
 from harnesslab.events import ListSink
 from harnesslab.harness.agent import ReferenceHarness
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.messages import Message, Request, ToolResultBlock
+from harnesslab.run.doors import harness_context
 from harnesslab.sim.endpoint import Endpoint
 from harnesslab.sim.intents import REF, Act, Claim, ClaimKind, Constraint, Intent
 from harnesslab.sim.model import FakeModel

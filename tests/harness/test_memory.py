@@ -50,7 +50,7 @@ def test_without_memory_the_config_dump_is_unchanged() -> None:
 
 
 def test_settings_take_the_mode_alone_or_fields() -> None:
-    from harnesslab.bench.settings import resolve
+    from harnesslab.scenario.settings import resolve
 
     s = resolve([{"memory": "vector"}, {"memory.top_k": 2, "memory.key": "named"}])
     assert (s.harness.memory.mode, s.harness.memory.top_k, s.harness.memory.key) == \

@@ -12,10 +12,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import Scenario, bundled_dir, load_scenario
 from harnesslab.harness.store import SessionStore, integrity_problems, rollout_name
+from harnesslab.record.format import Record
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
+from harnesslab.scenario.schema import Scenario
 
 T0 = datetime(2026, 11, 28, 10, tzinfo=timezone(timedelta(hours=8)))
 

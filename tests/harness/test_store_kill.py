@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.sessions import resume_session
 from harnesslab.harness.store import SessionStore, integrity_problems
+from harnesslab.study.sessions import resume_session
 
 # The child: the bundled kill scenario's world and lexicon, a reference harness with a store
 # and a small window (it compacts every few turns), turns forever; "done <rev>" after each.
 CHILD = r"""
 import itertools, sys
 from pathlib import Path
-from harnesslab.bench.doors import harness_context
-from harnesslab.bench.scenario import bundled_dir, load_scenario
+from harnesslab.run.doors import harness_context
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 from harnesslab.harness.agent import ReferenceHarness
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.sim.endpoint import Endpoint

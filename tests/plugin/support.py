@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from harnesslab.bench.scenario import bundled_dir
+from harnesslab.scenario.loader import bundled_dir
 
 HERE = Path(__file__).resolve().parent
 FOLLOWUP = bundled_dir() / "followup-after-filler-zh.yaml"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.baseline import (
+from harnesslab.ci.baseline import (
     BaselineItem,
     Tolerance,
     compare_item,
@@ -19,9 +19,9 @@ from harnesslab.bench.baseline import (
     load_baseline,
     sign_test_p,
 )
-from harnesslab.bench.checks import Verdict
-from harnesslab.bench.runner import RunResult
-from harnesslab.bench.scenario import bundled_dir, load_scenario
+from harnesslab.judge.checks import Verdict
+from harnesslab.run.runner import RunResult
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 from tests.plugin.support import INI, followup
 
 
@@ -160,7 +160,7 @@ def test_compare_item_pairs_seeds_and_gates_only_what_it_should() -> None:
 
 
 def test_a_saved_baseline_loads_back(tmp_path: Path) -> None:
-    from harnesslab.bench.baseline import item_of, save_baseline
+    from harnesslab.ci.baseline import item_of, save_baseline
 
     path = tmp_path / "b" / "base.json"
     item = item_of([_result(0, True, followup_accuracy=1.0), _result(1, False)])

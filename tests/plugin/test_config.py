@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.ciconfig import CIOptions, resolve_ci
+from harnesslab.ci.config import CIOptions, resolve_ci
 from harnesslab.errors import InputError
 from tests.plugin.support import INI, followup
 

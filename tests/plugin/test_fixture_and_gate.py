@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harnesslab.bench.checks import CheckOutcome, Verdict
-from harnesslab.bench.gate import Gate, judge
-from harnesslab.bench.runner import RunResult
+from harnesslab.ci.gate import Gate, judge
+from harnesslab.judge.checks import CheckOutcome, Verdict
+from harnesslab.run.runner import RunResult
 from tests.plugin.support import FOLLOWUP, INI, agent_source, outcomes_by_name
 
 HAND_WRITTEN = f'''

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.scenario import bundled_dir, load_scenario, scenario_paths
+from harnesslab.scenario.loader import bundled_dir, load_scenario, scenario_paths
 from tests.plugin.support import INI, REFERENT_LOST, TRUNCATE_SMALL, followup, outcomes_by_name
 
 

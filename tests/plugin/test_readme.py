@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harnesslab.bench.ciconfig import CIConfig, parse_config
+from harnesslab.ci.config import CIConfig, parse_config
 from tests.plugin.support import FOLLOWUP, INI
 
 README = Path(__file__).resolve().parents[2] / "README.md"

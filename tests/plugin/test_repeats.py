@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harnesslab.bench.runner import run_variant
-from harnesslab.bench.scenario import Variant, load_scenario
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.loader import load_scenario
+from harnesslab.scenario.schema import Variant
 from tests.plugin.support import FOLLOWUP, INI, followup, outcomes_by_name
 
 FLAKY = {"summarizer": {"profile": "lossy", "drop": {"constraint": 0.5}}}

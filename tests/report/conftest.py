@@ -12,11 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harnesslab.bench.scenario import bundled_dir
-from harnesslab.bench.sweep import run_sweep
-from harnesslab.bench.sweep_rows import load_table
-from harnesslab.bench.sweep_spec import SweepSpec
+from harnesslab.record.table import load_table
 from harnesslab.report.html import write_report
+from harnesslab.scenario.loader import bundled_dir
+from harnesslab.sweep.plan import run_sweep
+from harnesslab.sweep.spec import SweepSpec
 
 FOLLOWUP = "So do I still have to wait tomorrow?"
 MARKUP_TITLE = '<script>document.title="pwned"</script> <b>bold</b> & "quoted" follow-up'

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.scenario import bundled_dir
-from harnesslab.bench.sweep import run_sweep
-from harnesslab.bench.sweep_spec import SweepSpec
 from harnesslab.cli import main
 from harnesslab.report.compare import compare, sign_test
+from harnesslab.scenario.loader import bundled_dir
+from harnesslab.sweep.plan import run_sweep
+from harnesslab.sweep.spec import SweepSpec
 
 FOLLOWUP_EN = bundled_dir() / "followup-after-filler-en.yaml"
 LOSSY = {"profile": "lossy", "drop": {"constraint": 1.0}}

@@ -15,10 +15,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from harnesslab.bench.metrics import wilson
-from harnesslab.bench.record import Record
 from harnesslab.cli import main
+from harnesslab.record.format import Record
 from harnesslab.report import tables
+from harnesslab.stats import wilson
 from tests.report.conftest import GRID, MARKUP_TITLE, MARKUP_UTTERANCE, SmallSweep
 
 BLOCK = re.compile(r'<script type="application/json" id="([^"]+)">(.*?)</script>', re.S)

@@ -8,10 +8,10 @@ import os
 import sys
 from pathlib import Path
 
-from harnesslab.bench.agree import Replayer, agree, summary
-from harnesslab.bench.runner import run_scenario_file
-from harnesslab.bench.scenario import bundled_dir, load_scenario, scenario_paths
-from harnesslab.bench.serve import ScenarioServe
+from harnesslab.run.runner import run_scenario_file
+from harnesslab.run.serve import ScenarioServe
+from harnesslab.scenario.loader import bundled_dir, load_scenario, scenario_paths
+from harnesslab.study.agree import Replayer, agree, summary
 
 
 def main(out: Path) -> None:

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harnesslab.bench.scenario import bundled_dir, load_scenario
-from harnesslab.bench.serve import ScenarioServe
+from harnesslab.run.serve import ScenarioServe
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 
 FOLLOWUP = bundled_dir() / "followup-o1001-zh.yaml"
 Q1 = "帮我查订单 O-1001 为什么还没到，回答简单一点。"
@@ -50,9 +50,9 @@ def example_through_suite(example: Path, logging: str, tmp: Path, monkeypatch: A
     from collections import Counter
 
     from harnesslab.adapters.openai_wire import request_from_openai
-    from harnesslab.bench.record import CALL_EVENTS, Record
     from harnesslab.cli import main
     from harnesslab.messages import dumps
+    from harnesslab.record.format import CALL_EVENTS, Record
 
     sent_dir = tmp / "sent"
     sent_dir.mkdir()

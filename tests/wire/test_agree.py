@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.agree import Replayer, agree, record_paths, summary
-from harnesslab.bench.runner import run_scenario_file
-from harnesslab.bench.scenario import bundled_dir
 from harnesslab.cli import main
+from harnesslab.run.runner import run_scenario_file
+from harnesslab.scenario.loader import bundled_dir
+from harnesslab.study.agree import Replayer, agree, record_paths, summary
 from tests.wire.support import FOLLOWUP, serving
 
 pytest.importorskip("openai")

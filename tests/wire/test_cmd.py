@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import RunResult, run_variant
-from harnesslab.bench.scenario import bundled_dir, load_scenario
-from harnesslab.harness.registry import harness_label
+from harnesslab.harnesses.registry import harness_label
+from harnesslab.record.format import Record
+from harnesslab.run.runner import RunResult, run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 
 pytest.importorskip("starlette")
 
@@ -229,8 +229,8 @@ def test_a_black_box_run_records_the_same_bytes_twice(tmp_path: Path) -> None:
 
 def test_a_scenario_needing_the_harness_estimate_is_not_applicable(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from harnesslab.bench.report_text import format_results
-    from harnesslab.bench.suite import summarize
+    from harnesslab.run.suite import summarize
+    from harnesslab.run.table import format_results
 
     monkeypatch.setenv("STDIN_LOG", str(tmp_path / "stdin.jsonl"))
     echo = _program(tmp_path, ECHO)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.runner import RunResult, run_variant
-from harnesslab.bench.scenario import bundled_dir, load_scenario
+from harnesslab.record.format import Record
+from harnesslab.run.runner import RunResult, run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 
 pytest.importorskip("mcp")
 

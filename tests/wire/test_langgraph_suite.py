@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.bench.record import Record
+from harnesslab.record.format import Record
 from tests.wire.support import assert_only_not_applicable, example_through_suite
 from tests.wire.test_cmd import ROOT
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from harnesslab.adapters.openai_wire import request_from_openai
-from harnesslab.bench.record import Record
 from harnesslab.messages import dumps
+from harnesslab.record.format import Record
 from tests.wire.support import Q1, serving
 
 httpx = pytest.importorskip("httpx")

@@ -21,9 +21,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from harnesslab.adapters.mcp_app import ToolSession, ToolSessions, http_server
-from harnesslab.bench.doors import ToolDoor
-from harnesslab.bench.scenario import bundled_dir, load_scenario
 from harnesslab.events import ListSink
+from harnesslab.run.doors import ToolDoor
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 from harnesslab.sim.tools import ToolBox
 from harnesslab.sim.world import World
 

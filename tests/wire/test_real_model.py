@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from harnesslab.bench.record import Record
-from harnesslab.bench.report_text import format_results
-from harnesslab.bench.runner import RunResult, run_scenario_file
-from harnesslab.bench.scenario import bundled_dir
-from harnesslab.bench.settings import resolve
 from harnesslab.errors import InputError
+from harnesslab.record.format import Record
+from harnesslab.run.runner import RunResult, run_scenario_file
+from harnesslab.run.table import format_results
+from harnesslab.scenario.loader import bundled_dir
+from harnesslab.scenario.settings import resolve
 from tests.wire.support import FOLLOWUP, serving
 
 pytest.importorskip("openai")

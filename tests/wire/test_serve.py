@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from harnesslab.bench.record import Record
 from harnesslab.cli import main
+from harnesslab.record.format import Record
 from tests.wire.support import Q1, serving
 
 openai = pytest.importorskip("openai")
@@ -152,7 +152,7 @@ def test_sessions_are_told_apart_by_key_and_a_missing_key_is_refused(tmp_path: P
 def test_nothing_of_the_scenario_goes_over_the_wire(tmp_path: Path) -> None:
     """The client of a spoofing conversation gets its own user's data and nothing else: not
     the other user's private data, not the lexicon's meanings, not the expectations."""
-    from harnesslab.bench.scenario import bundled_dir
+    from harnesslab.scenario.loader import bundled_dir
 
     spoof = bundled_dir() / "spoofed-identity-zh.yaml"
     seen: list[str] = []

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Protocol
 from harnesslab.harness.memory.embed import HashedNgramEmbedder, cosine
 from harnesslab.harness.memory.files import MemoryFiles
 from harnesslab.harness.memory.items import ItemStore, MemoryItem
-from harnesslab.harness.registry import class_registrar
 from harnesslab.messages import (
     HintBlock,
     Message,
@@ -19,6 +18,7 @@ from harnesslab.messages import (
     ToolResultBlock,
     ToolSchema,
 )
+from harnesslab.registries import class_registrar
 
 if TYPE_CHECKING:
     from harnesslab.harness.agent import ReferenceHarness

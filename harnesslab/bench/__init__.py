@@ -1,1 +1,0 @@
-"""Evaluation: scenarios, runner, record, checks, metrics."""

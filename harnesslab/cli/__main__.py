@@ -1,0 +1,7 @@
+"""``python -m harnesslab.cli``: the ``harnesslab`` command."""
+
+import sys
+
+from harnesslab.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,143 @@
+"""``harnesslab bugs``, ``fidelity`` and ``sessions``: the suite against the bug zoo, the reference
+harness against the real AgentScope, a harness's session store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from harnesslab.cli.common import parse_sets, positive_int
+from harnesslab.errors import InputError
+
+
+def _cmd_bugs(args: argparse.Namespace) -> int:
+    from harnesslab.harnesses.bugs import BUGS
+    from harnesslab.scenario.loader import bundled_dir, scenario_paths
+    from harnesslab.study.zoo import format_kill_table, run_zoo
+
+    if args.list:
+        width = max(len(n) for n in BUGS)
+        for b in BUGS.values():
+            print(f"bug/{b.name.ljust(width)}  {b.mistake}")
+        return 0
+    paths = scenario_paths(args.paths or [str(bundled_dir())])
+    if not paths:
+        raise InputError("no scenario files found", field="PATH")
+    for name in args.bug or []:
+        if name not in BUGS:
+            raise InputError(f"unknown bug {name!r}; the zoo has {', '.join(BUGS)}",
+                             field="--bug")
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(args.bug or BUGS), unit="bug", file=sys.stderr)
+    results = run_zoo([str(p) for p in paths], args.bug, workers=args.workers,
+                      exhaustive=args.all,
+                      on_done=(lambda r: progress.update()) if progress is not None else None)
+    if progress is not None:
+        progress.close()
+    if args.json:
+        killed = sum(1 for r in results if r["kill"] is not None)
+        print(json.dumps({"bugs": results, "killed": killed, "total": len(results),
+                          "kill_rate": killed / len(results)}, ensure_ascii=False, indent=2))
+    else:
+        print(format_kill_table(results), end="")
+    return 0
+
+
+def _cmd_fidelity(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harnesslab.harnesses.registry import load_harness
+    from harnesslab.scenario.loader import bundled_dir, scenario_paths
+
+    load_harness("agentscope")  # without the extra: one line with the install command
+    from harnesslab.study.fidelity import format_report, run_fidelity, to_json
+
+    paths = scenario_paths(args.paths or [str(bundled_dir())])
+    if not paths:
+        raise InputError("no scenario files found", field="PATH")
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    found = run_fidelity(paths, seeds=seeds, out_dir=Path(args.out), cli_set=parse_sets(args.set),
+                         variants=args.variant)
+    if args.json:
+        print(json.dumps(to_json(found), ensure_ascii=False, indent=2))
+    else:
+        print(format_report(found), end="")
+        print(f"records: {args.out}/reference and {args.out}/agentscope")
+    return 0 if all(c.agrees for c in found if c.not_applicable is None) else 1
+
+
+def add_fidelity_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    f = sub.add_parser(
+        "fidelity", help="compare the reference harness with the real AgentScope, call by call",
+        description="Run scenarios (default: the bundled suite) through the reference harness "
+        "(prompts=agentscope) and through AgentScope 2.0.x (the agentscope extra) with the same "
+        "settings; report per model call whether the estimates, the requests and the "
+        "compaction points agree, per turn whether the outcomes do, and every difference. "
+        "Variants AgentScope cannot express are reported as not applicable. Exit 1 on any "
+        "difference, 2 on bad input.")
+    f.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders")
+    f.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a setting for both harnesses (repeatable), beneath each variant's own")
+    f.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    f.add_argument("--seeds", type=positive_int, default=1, help="how many seeds (default 1)")
+    f.add_argument("--variant", action="append", metavar="NAME", help="only these variants")
+    f.add_argument("--out", default="runs/fidelity", metavar="DIR",
+                   help="where both runs' records go (default runs/fidelity)")
+    f.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    f.set_defaults(func=_cmd_fidelity)
+
+
+def _cmd_sessions(args: argparse.Namespace) -> int:
+    from harnesslab.study import sessions
+
+    if args.action == "list":
+        print(sessions.list_sessions(args.store, as_json=args.json), end="")
+        return 0
+    if args.session is None:
+        raise InputError(f"sessions {args.action} needs a SESSION id", field="SESSION")
+    if args.action == "show":
+        print(sessions.show_session(args.store, args.session, as_json=args.json), end="")
+        return 0
+    text, ok = sessions.resume_session(args.store, args.session, as_json=args.json,
+                                       settings=parse_sets(args.set))
+    print(text, end="")
+    return 0 if ok else 1
+
+
+def add_sessions_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    ss = sub.add_parser("sessions", help="list, show or resume the sessions of a harness's store",
+                        description="Read a session store (a run's <record>.work folder or its "
+                        "store/): list its sessions, show one's metadata, rollout and state, or "
+                        "resume one on a fresh reference harness and check that it restores the "
+                        "rollout's state (exit 1 when it does not, or the store fails its "
+                        "integrity check).")
+    ss.add_argument("action", choices=["list", "show", "resume"])
+    ss.add_argument("store", metavar="STORE_DIR")
+    ss.add_argument("session", metavar="SESSION", nargs="?", help="a session id (show, resume)")
+    ss.add_argument("--json", action="store_true", help="print JSON")
+    ss.add_argument("--set", action="append", metavar="KEY=VALUE", help="resume: a harness "
+                    "setting the session was served with (repeatable), e.g. strategy=pinned")
+    ss.set_defaults(func=_cmd_sessions)
+
+
+def add_bugs_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    b = sub.add_parser("bugs", help="run the suite against the bug zoo and print the kill table",
+                       description="Each zoo harness is the reference harness with one realistic "
+                       "context-management mistake. A bug is killed when a variant's outcome "
+                       "is not the expected one; controls that reject every call do not count.")
+    b.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders "
+                   "(default: the bundled suite)")
+    b.add_argument("--bug", action="append", metavar="NAME", help="only these bugs")
+    b.add_argument("--workers", type=positive_int, default=None,
+                   help="processes (default: every core)")
+    b.add_argument("--list", action="store_true", help="list the zoo: each bug and the "
+                   "real-world mistake it models")
+    b.add_argument("--all", action="store_true", help="run every scenario for every bug and "
+                   "count every surprise (default: a bug stops at its first kill)")
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    b.set_defaults(func=_cmd_bugs)

@@ -1,0 +1,1 @@
+"""Judgement from the record: the checks, the variant verdicts and the metrics."""

@@ -1,0 +1,285 @@
+"""Checks: a scenario's expectations evaluated over a run record, and the variant's verdict
+(did every check pass or fail as the variant expects?)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from harnesslab.messages import ToolResultBlock
+from harnesslab.record.format import CALL_EVENTS, Record
+from harnesslab.scenario.schema import Expect, Scenario, UserStep, Variant
+from harnesslab.scenario.steps import FIDELITY, step_checks
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    id: str        # s<step>.<kind>
+    kind: str
+    step: int
+    passed: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "check", "id": self.id, "kind": self.kind, "step": self.step,
+                "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool                 # every check passed or failed as expected
+    unexpected: list[str]    # what went against the expectation, one line each
+
+
+def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
+    return rec.in_step(step, *CALL_EVENTS)
+
+
+def answer_call(calls: list[dict[str, Any]], reply: str) -> dict[str, Any] | None:
+    """Of a turn's ``reply`` model calls, the one that gave its answer: the last whose text is
+    the answer (a black-box harness may call the model again after answering, to summarise,
+    through the same endpoint), else the last."""
+    texts = ["".join(b.get("text", "") for b in e["reply"] if b["type"] == "text")
+             for e in calls]
+    hits = [i for i, t in enumerate(texts) if reply and t == reply]
+    return calls[hits[-1]] if hits else calls[-1] if calls else None
+
+
+def turn_answer(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:
+    """The model call that gave a turn's answer (:func:`answer_call`)."""
+    calls = [e for e in _turn_calls(rec, turn["step"])
+             if e["type"] == "model_call" and e["purpose"] == "reply"]
+    return answer_call(calls, turn["reply"] or "")
+
+
+def fresh_at(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[bool, str]:
+    """Whether the fact an answer cites is within its tool's max_age at ``now`` (world clock),
+    with the reason: the one definition the fresh_fact check and the stale-fact rate share."""
+    if not cited or cited.get("error"):
+        return False, "the answer cites no fact"
+    max_age = rec.header["max_ages"].get(cited.get("tool", ""))
+    as_of = cited.get("as_of")
+    if max_age is None:
+        return True, f"fact from {as_of}; its tool's results never go stale"
+    if not as_of:
+        return False, "the cited fact has no as_of"
+    age = now - datetime.fromisoformat(as_of)
+    if age <= timedelta(seconds=max_age):
+        return True, f"fact from {as_of}, age {age}"
+    return False, f"stale: fact from {as_of} is {age} old at {now.isoformat()} " \
+                  f"(max_age {timedelta(seconds=max_age)})"
+
+
+# The checks that read the fake model's annotations (what it resolved, which constraints the
+# request showed it, why it could not check): not applicable to a real model's answers.
+ANNOTATION_CHECKS = ("in_force", "resolves", "unable")
+NOT_APPLICABLE_WHY = "a real model answered: no annotations say what it resolved or saw"
+
+
+def real_model(rec: Record) -> bool:
+    """Whether a real model answered this run (``bench.real_model``; the header names it)."""
+    return bool(rec.header.get("model"))
+
+
+def facts_in(rec: Record, ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """The successful tool results (JSON objects) visible in a recorded request, in order."""
+    out = []
+    for m in rec.request(ref).messages:
+        for b in m.content:
+            if isinstance(b, ToolResultBlock) and isinstance(b.output, str):
+                try:
+                    d = json.loads(b.output)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(d, dict) and "error" not in d:
+                    out.append(d)
+    return out
+
+
+def _values(d: Any) -> list[str]:
+    if isinstance(d, dict):
+        return [v for k, x in d.items() if k not in ("tool", "as_of") for v in _values(x)]
+    if isinstance(d, list):
+        return [v for x in d for v in _values(x)]
+    return [str(d)] if isinstance(d, str | int) and not isinstance(d, bool) else []
+
+
+def stated_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[str, Any] | None:
+    """For an answer without annotations (a real model's): the fact it states, read from the
+    answer itself: the latest tool result in the answering request one of whose values (an
+    id, a date, an address; four characters at least) the answer repeats."""
+    if call is None or not reply:
+        return None
+    for d in reversed(facts_in(rec, call["request"])):
+        if any(len(v) >= 4 and v in reply for v in _values(d)):
+            return {"tool": d.get("tool"), "as_of": d.get("as_of")}
+    return None
+
+
+def cited_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[str, Any] | None:
+    """The fact an answer cites: the fake model's annotation, or read from a real model's
+    answer (:func:`stated_fact`)."""
+    if real_model(rec):
+        return stated_fact(rec, call, reply)
+    cited: dict[str, Any] | None = (call or {}).get("annotations", {}).get("cited")
+    return cited
+
+
+def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) -> list[CheckOutcome]:
+    reply: str = turn["reply"] or ""
+    last = turn_answer(rec, turn)
+    ann: dict[str, Any] = last["annotations"] if last else {}
+    now = datetime.fromisoformat(turn["now"])
+    out: list[CheckOutcome] = []
+
+    def add(kind: str, passed: bool, detail: str) -> None:
+        out.append(CheckOutcome(f"s{step}.{kind}", kind, step, passed, detail))
+
+    if expect.answered:
+        ok = not turn["failed"] and ann.get("kind", "answer") == "answer"
+        add("answered", ok, "answered" if ok else
+            f"turn failed ({turn['reason']})" if turn["failed"] else
+            f"model replied {ann.get('kind')}: {ann.get('reason', '')}")
+    if expect.in_force is not None:
+        seen = ann.get("constraints")
+        needed = sorted(c.value for c in expect.in_force)
+        ok = seen is not None and all(c in seen for c in needed)
+        add("in_force", ok, f"in force in the request: {seen}; expected {needed}")
+    failed = f"turn failed ({turn['reason']})" if turn["failed"] else ""
+    if expect.mentions:
+        missing = [s for s in expect.mentions if s not in reply]
+        # A failed turn's text (an apology naming the order) mentions nothing it answered.
+        add("mentions", not missing and not failed,
+            failed or (f"missing {missing}" if missing else "all mentioned"))
+    if expect.not_mentions:
+        found = [s for s in expect.not_mentions if s in reply]
+        add("not_mentions", not found, f"mentions {found}" if found else "none mentioned")
+    if expect.max_chars is not None:
+        add("max_chars", len(reply) <= expect.max_chars and not failed,
+            failed or f"{len(reply)} chars (max {expect.max_chars})")
+    if expect.min_chars is not None:
+        add("min_chars", len(reply) >= expect.min_chars and not failed,
+            failed or f"{len(reply)} chars (min {expect.min_chars})")
+    # What the model asked for (a harness may refuse to run it): its replies' tool calls.
+    called = [b["name"] for e in _turn_calls(rec, step)
+              if e["type"] == "model_call" and e["purpose"] == "reply"
+              for b in e["reply"] if b["type"] == "tool_call"]
+    if expect.called:
+        missing = [t for t in expect.called if t not in called]
+        add("called", not missing, f"called {called}")
+    if expect.not_called:
+        bad = [t for t in expect.not_called if t in called]
+        # Not calling is a virtue only in a turn that answered.
+        add("not_called", not bad and not failed, failed or f"called {called}")
+    if expect.fresh_fact is not None:
+        ok, detail = fresh_at(rec, cited_fact(rec, last, reply), now) if not turn["failed"] else \
+            (False, "turn failed")
+        add("fresh_fact", ok == expect.fresh_fact, detail)
+    if expect.resolves is not None:
+        got = ann.get("resolved") or {}
+        want = {str(k): v for k, v in expect.resolves.items()}
+        ok = all(got.get(k) == v for k, v in want.items())
+        add("resolves", ok, f"resolved {got or 'nothing'}; expected {want}")
+    if expect.no_leak is not None:
+        leaks = leaks_in_step(rec, step, reply, turn.get("user"))
+        add("no_leak", not leaks, f"leaked {leaks}" if leaks else "no leak")
+    if expect.request_contains:
+        calls = [e for e in _turn_calls(rec, step) if "request" in e]
+        text = rec.request_text(calls[-1]["request"]) if calls else ""
+        missing = [s for s in expect.request_contains if s not in text]
+        add("request_contains", not missing, f"missing {missing}" if missing else "present")
+    if expect.unable is not None:
+        # The model's could-not-check fails the turn on purpose here; the harness must not.
+        why = ann.get("unable") if ann.get("kind") == "answer" else None
+        add("unable", why == expect.unable and not turn.get("harness_failed", turn["failed"]),
+            f"could not check: {why}" if why else "the answer did not say it could not check")
+    if expect.max_images is not None:
+        most = max((e.get("images", 0) for e in _turn_calls(rec, step)), default=0)
+        add("max_images", most <= expect.max_images, f"at most {most} images in a request")
+    return out
+
+
+def private_values(rec: Record, user: str | None = None) -> dict[str, list[str]]:
+    """Per user other than the session's (``user``: the session a turn served, when a scenario
+    opens several): the strings whose appearance is a leak."""
+    session = user or rec.header["session_user"]
+    return {u: vals for u, vals in rec.header["private"].items() if u != session}
+
+
+def leaks_in_step(rec: Record, step: int, reply: str, user: str | None = None) -> list[str]:
+    found: set[str] = set()
+    others = private_values(rec, user)
+    values = tuple(dict.fromkeys(v for vals in others.values() for v in vals))
+    shown: set[str] = set()
+    for e in _turn_calls(rec, step):
+        if "request" in e:
+            shown |= rec.shows(e["request"], values)
+    for other, vals in others.items():
+        for v in vals:
+            if v in reply or v in shown:
+                found.add(f"{other}:{v}")
+    return sorted(found)
+
+
+def evaluate_split(rec: Record, sc: Scenario) -> tuple[list[CheckOutcome], list[str]]:
+    """The checks that apply, and the ids of those that do not (a real model's run:
+    :data:`ANNOTATION_CHECKS`)."""
+    turns = {e["step"]: e for e in rec.of_type("turn")}
+    out: list[CheckOutcome] = []
+    resumes: dict[int, list[dict[str, Any]]] = {}
+    for e in rec.of_type("resume"):
+        resumes.setdefault(e["origin"], []).append(e)
+    for i, step in enumerate(sc.steps, start=1):
+        if isinstance(step, UserStep) and i in turns:
+            out += evaluate_turn(rec, i, step.expect, turns[i])
+        elif FIDELITY in step_checks(step):
+            out.append(_fidelity(i, resumes.get(i, [])))
+    skip = ANNOTATION_CHECKS if real_model(rec) else ()
+    return [c for c in out if c.kind not in skip], [c.id for c in out if c.kind in skip]
+
+
+def evaluate(rec: Record, sc: Scenario) -> list[CheckOutcome]:
+    return evaluate_split(rec, sc)[0]
+
+
+def _fidelity(step: int, events: list[dict[str, Any]]) -> CheckOutcome:
+    """The restored state equals the state before (every instance a restart or kill built)."""
+    if not events:
+        detail, ok = "no instance was resumed (the kill came after the turn's last call)", False
+    else:
+        bad = [e for e in events if not e["fidelity"]]
+        ok = not bad
+        detail = "restored state equals the state before" if ok else "; ".join(
+            e.get("reason") or e.get("error") or f"differs in {', '.join(e['differs'])}"
+            for e in bad)
+    return CheckOutcome(f"s{step}.{FIDELITY}", FIDELITY, step, ok, detail)
+
+
+def matching(checks: list[CheckOutcome], want: str) -> list[CheckOutcome]:
+    """The checks an expect_fail entry names: by id (s3.resolves) or by kind (resolves)."""
+    by_id = "." in want
+    return [c for c in checks if (c.id if by_id else c.kind) == want]
+
+
+def verdict(checks: list[CheckOutcome], variant: Variant,
+            not_applicable: Sequence[str] = ()) -> Verdict:
+    """One run's verdict. A check expected to fail in a fraction of the seeds may go either way
+    in one run; ``harnesslab.run.suite`` judges it across the seeds. An expected failure
+    naming only checks that do not apply is no expectation for this run."""
+    unexpected: list[str] = []
+    covered: set[str] = {c.id for r in variant.fail_rates for c in matching(checks, r.check)}
+    for want in variant.fail_always:
+        hits = matching(checks, want)
+        if not hits and any(want in (n, n.split(".", 1)[1]) for n in not_applicable):
+            continue
+        failing = [c for c in hits if not c.passed]
+        covered.update(c.id for c in hits)
+        if not failing:
+            unexpected.append(f"expected {want} to fail, but it passed")
+    for c in checks:
+        if c.id not in covered and not c.passed:
+            unexpected.append(f"{c.id} failed: {c.detail}")
+    return Verdict(not unexpected, unexpected)

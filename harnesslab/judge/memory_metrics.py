@@ -1,0 +1,126 @@
+"""Memory and identity metrics of one run, from its record (issue 9). In ``run_metrics`` only
+when the run used memory (a ``memory`` setting, or any memory extraction call), so records of
+runs without memory stay as they were.
+
+What counts as a memory item is what the *model* answered to memory extraction requests
+(purpose ``memory``) or wrote with ``memory_write`` (the agentic mode), as the bench recorded
+it, attributed to the verified user of the session that asked: a harness cannot hide an item
+by not reporting it.
+
+- ``identity_leaks`` = (turn, leaked value) pairs: another user's private data (phone,
+  address) in the turn's answer or in any request of the turn (replies, summaries,
+  extractions), against the verified user of the session the turn served.
+- ``cross_user_memory_items`` = (model call, item) pairs where a request of a session of user
+  Y contains a memory item extracted only in sessions of other users.
+- ``stale_memory_served`` = answers citing a fact that is stale at answer time (world clock,
+  the tool's max_age) and that the request showed as a memory item.
+- ``memory_visibility`` = items the harness reported retrieving for a turn (``memory_read``
+  events) whose text is present in the request of the turn's answering call / items retrieved
+  ("saved is not sent").
+- ``memory_items`` = distinct items extracted (all users).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from harnesslab.judge.checks import fresh_at, leaks_in_step, turn_answer
+from harnesslab.record.format import CALL_EVENTS, Record
+from harnesslab.sim.intents import MEMORY_WRITE_TOOL
+
+__all__ = ["memory_metrics", "session_users", "uses_memory"]
+
+
+def uses_memory(rec: Record) -> bool:
+    return "memory" in rec.header.get("harness", {}) or any(
+        e["purpose"] == "memory" for e in rec.of_type("model_call"))
+
+
+def session_users(rec: Record) -> dict[str, str]:
+    """Session id -> its verified user: the scenario's session and every session opened."""
+    out = {rec.header["session_id"]: rec.header["session_user"]}
+    for e in rec.of_type("session"):
+        out.setdefault(e["session"], e["user"])
+    return out
+
+
+def _lines(reply: list[dict[str, Any]]) -> set[str]:
+    out: set[str] = set()
+    for b in reply:
+        if b.get("type") != "tool_call":
+            continue
+        try:
+            values = json.loads(b["input"])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(values, dict):
+            out.update(ln.strip() for v in values.values() if isinstance(v, str)
+                       for ln in v.splitlines() if ln.strip())
+    return out
+
+
+def extracted_items(rec: Record) -> dict[str, set[str]]:
+    """Per verified user: the item texts the model gave in that user's extraction calls, and
+    what it wrote to memory itself (``memory_write`` calls, the agentic mode)."""
+    users = session_users(rec)
+    out: dict[str, set[str]] = {}
+    for e in rec.of_type("model_call"):
+        user = users.get(e["request"]["session_id"], rec.header["session_user"])
+        if e["purpose"] == "memory":
+            out.setdefault(user, set()).update(_lines(e["reply"]))
+        elif e["purpose"] == "reply":
+            writes = [b for b in e["reply"] if b.get("type") == "tool_call"
+                      and b.get("name") == MEMORY_WRITE_TOOL]
+            if writes:
+                out.setdefault(user, set()).update(_lines(writes))
+    return out
+
+
+def memory_metrics(rec: Record) -> dict[str, Any]:
+    from harnesslab.sim.reading import serialize
+    from harnesslab.stats import Rate
+
+    users = session_users(rec)
+    items = extracted_items(rec)
+    turns = rec.of_type("turn")
+
+    leaks = sum(len(leaks_in_step(rec, t["step"], t["reply"] or "", t.get("user")))
+                for t in turns)
+
+    crossing: set[tuple[int, str]] = set()
+    for e in rec.of_type(*CALL_EVENTS):
+        if "request" not in e:
+            continue
+        user = users.get(e["request"]["session_id"], rec.header["session_user"])
+        own = items.get(user, set())
+        foreign = {i for u, its in items.items() if u != user for i in its} - own
+        if foreign:
+            text = rec.request_text(e["request"])
+            crossing.update((e["call"], i) for i in foreign if i in text)
+
+    everything = {i for its in items.values() for i in its}
+    stale = 0
+    seen, shown = 0, 0
+    for t in turns:
+        call = turn_answer(rec, t)
+        if call is None:
+            continue
+        text = rec.request_text(call["request"])
+        for r in rec.in_step(t["step"], "memory_read"):
+            for it in r.get("items", []):
+                seen += 1
+                shown += it.get("text", "") in text
+        cited = (call.get("annotations") or {}).get("cited")
+        if t["failed"] or not cited or cited.get("error"):
+            continue
+        if fresh_at(rec, cited, datetime.fromisoformat(t["now"]))[0]:
+            continue
+        full = serialize(rec.request(call["request"]))
+        at = full[cited["position"]:]
+        tag = at[:at.find("]") + 1] if at.startswith("[fact:") else ""
+        stale += bool(tag) and tag in everything
+    return {"identity_leaks": leaks, "cross_user_memory_items": len(crossing),
+            "stale_memory_served": stale, "memory_visibility": Rate(shown, seen).to_dict(),
+            "memory_items": len(everything)}

@@ -1,0 +1,1 @@
+"""The record, the product: writing and reading run records, showing a call, the sweep table."""

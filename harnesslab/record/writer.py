@@ -1,0 +1,306 @@
+"""The record writer: the run's event sink, writing the record (``harnesslab.record.format``) as
+it goes and keeping it in memory for the checks.
+
+A request costs only what it adds to the previous one. Each message is stored (a ``blob``
+line) and measured once: its JSON and content hash, the declared facts it shows, its script
+counts and images. For the last request the writer keeps, per message, the running sums of
+those and the sha256 state of the canonical JSON so far; a request sharing a prefix with it
+(compared by identity, as the token counter does) resumes from there. Nothing holds a
+request's whole text: what the checks ask later, the record rebuilds from its blobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from harnesslab.messages import Message, Request, ToolSchema, block_to_dict, message_images, message_to_dict
+from harnesslab.record.format import (
+    CALL_EVENTS,
+    FULL_EVERY,
+    RECORD_VERSION,
+    Declared,
+    Record,
+    _dumps,
+    _h,
+    content_kind,
+    message_text,
+    serialized_text,
+)
+from harnesslab.tokens import common_prefix
+from harnesslab.tokens.kinds import kind_of, script_counts
+
+_BRACES = '{}":'
+_BLOBS_READ_KEPT = 1024
+
+
+class FileBlobs(MutableMapping[str, Any]):
+    """The blobs of a record being written to a file: messages are read back from the file
+    when asked (their offsets kept, a few recent ones cached), the rest kept in memory. A run
+    holds its record's messages on disk, not in memory: they grow with the run."""
+
+    def __init__(self, writer: RecordWriter) -> None:
+        self._writer = writer
+        self._at: dict[str, int] = {}          # message hash -> offset of its line
+        self._kept: dict[str, Any] = {}        # system, summary, tools
+        self._read: dict[str, Any] = {}
+        self._reader: IO[bytes] | None = None
+
+    def note(self, h: str, offset: int) -> None:
+        self._at[h] = offset
+
+    def __getitem__(self, h: str) -> Any:
+        if h in self._kept:
+            return self._kept[h]
+        data = self._read.get(h)
+        if data is None:
+            offset = self._at[h]
+            path = self._writer.path
+            assert path is not None
+            if self._writer.open:
+                self._writer.flush()
+                if self._reader is None:
+                    self._reader = path.open("rb")
+                self._reader.seek(offset)
+                line = self._reader.readline()
+            else:  # the run is over: no handle is left open behind it
+                with path.open("rb") as f:
+                    f.seek(offset)
+                    line = f.readline()
+            data = json.loads(line)["data"]
+            if len(self._read) >= _BLOBS_READ_KEPT:
+                self._read.clear()
+            self._read[h] = data
+        return data
+
+    def __setitem__(self, h: str, data: Any) -> None:
+        self._kept[h] = data
+
+    def __delitem__(self, h: str) -> None:
+        raise TypeError("a record's blobs are never removed")
+
+    def __contains__(self, h: object) -> bool:
+        return h in self._at or h in self._kept
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._at
+        yield from self._kept
+
+    def __len__(self) -> int:
+        return len(self._at) + len(self._kept)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """Running totals over a text or a prefix of messages: what ``content_kind`` and the
+    ``present`` and ``images`` fields of a call are computed from."""
+
+    braces: int = 0
+    cjk: int = 0
+    latin: int = 0
+    chars: int = 0
+    images: int = 0
+    found: frozenset[tuple[str, str]] = frozenset()
+
+    def __add__(self, o: _Sums) -> _Sums:
+        found = self.found if o.found <= self.found else self.found | o.found
+        return _Sums(self.braces + o.braces, self.cjk + o.cjk, self.latin + o.latin,
+                     self.chars + o.chars, self.images + o.images, found)
+
+
+def _measure(text: str, declared: Declared, images: int = 0) -> _Sums:
+    return _Sums(sum(text.count(c) for c in _BRACES), *script_counts(text), len(text), images,
+                 declared.found(text))
+
+
+@dataclass(frozen=True, slots=True)
+class _Part:
+    """One message as stored: its blob hash, canonical JSON and measures."""
+
+    hash: str
+    json: str
+    sums: _Sums
+
+
+class RecordWriter:
+    """An event sink that writes the record as it goes and keeps it in memory."""
+
+    def __init__(self, header: dict[str, Any], declared: Declared,
+                 path: Path | None = None) -> None:
+        self.declared = declared
+        self._split = declared.splittable
+        self.step = 0
+        self.record = Record({"type": "header", "version": RECORD_VERSION, **header}, [], {})
+        self.path = path
+        self._file: IO[bytes] | None = None
+        self._blobs: FileBlobs | None = None
+        self._offset = 0
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("wb")
+            self._blobs = FileBlobs(self)
+            self.record.blobs = self._blobs
+            self._write(self.record.header)
+        self._str: dict[str, str] = {}             # system / summary / tools text -> hash
+        self._heads: dict[str, _Sums] = {}         # system / summary text -> measures
+        # The last request's messages: their parts, the running sums after each, and the
+        # sha256 state after each one's JSON (index 0: before the first).
+        self._seq: tuple[Message, ...] = ()
+        self._parts: list[_Part] = []
+        self._cum: list[_Sums] = [_Sums()]
+        self._sha: list[Any] = [hashlib.sha256(b'{"messages":[')]
+        self._fresh: list[str] = []  # message blobs written since the last request
+
+    def close(self) -> None:
+        """Close the file; the record in memory stays readable (its messages are read back
+        from the file, which is complete now)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._blobs is not None:
+            self._blobs.close()
+
+    @property
+    def open(self) -> bool:
+        return self._file is not None
+
+    def flush(self) -> None:
+        """Push what is written to the file (a live record, e.g. a serve session's)."""
+        if self._file is not None:
+            self._file.flush()
+
+    def _write(self, line: dict[str, Any]) -> None:
+        if self._file is not None:
+            data = (_dumps(line) + "\n").encode("utf-8")
+            self._file.write(data)
+            self._offset += len(data)
+
+    def _blob(self, kind: str, h: str, data: Any) -> None:
+        if kind == "message":
+            # Its hash is that of its canonical JSON: the reader computes it (module docstring).
+            if self._blobs is not None:
+                self._blobs.note(h, self._offset)
+            else:
+                self.record.blobs[h] = data
+            self._write({"type": "message", "data": data})
+            self._fresh.append(h)
+        else:
+            self.record.blobs[h] = data
+            self._write({"type": "blob", "kind": kind, "hash": h, "data": data})
+
+    def _message(self, m: Message) -> _Part:
+        d = message_to_dict(m)
+        js = _dumps(d)
+        h = "m" + _h(js)
+        if h not in self.record.blobs:
+            self._blob("message", h, d)
+        images = sum(1 for _ in message_images(m))
+        return _Part(h, js, _measure(message_text(m), self.declared, images))
+
+    def _text(self, kind: str, s: str) -> str:
+        h = self._str.get(s)
+        if h is None:
+            h = self._str[s] = kind[0] + _h(s)
+            if h not in self.record.blobs:
+                self._blob(kind, h, s)
+        return h
+
+    def _head(self, s: str) -> _Sums:
+        sums = self._heads.get(s)
+        if sums is None:
+            if len(self._heads) > 64:  # summaries change with every compaction
+                self._heads.clear()
+            sums = self._heads[s] = _measure(s, self.declared)
+        return sums
+
+    def _tools(self, tools: tuple[ToolSchema, ...]) -> str:
+        joined = "\x00".join(t.json for t in tools)
+        h = self._str.get(joined)
+        if h is None:
+            h = self._str[joined] = "t" + _h(joined)
+            if h not in self.record.blobs:
+                # The exact schema texts: key order is part of what the model and the
+                # tokenizer see, and the record's own JSON would sort it.
+                self._blob("tools", h, [[t.name, t.json] for t in tools])
+        return h
+
+    def _extend(self, messages: tuple[Message, ...]) -> int:
+        """Make the kept parts, sums and hash states those of ``messages``; how many leading
+        ones it shares with the previous request."""
+        k = common_prefix(self._seq, messages)
+        old = {id(m): p for m, p in zip(self._seq[k:], self._parts[k:], strict=True)}
+        del self._parts[k:], self._cum[k + 1:], self._sha[k + 1:]
+        for m in messages[k:]:
+            part = old.get(id(m)) or self._message(m)
+            sha = self._sha[-1].copy()
+            sha.update((b"," if self._parts else b"") + part.json.encode("utf-8"))
+            self._parts.append(part)
+            self._cum.append(self._cum[-1] + part.sums)
+            self._sha.append(sha)
+        self._seq = messages
+        return k
+
+    def request_ref(self, r: Request) -> tuple[dict[str, Any], _Sums]:
+        """The stored form of a request, and the measures of its serialised text."""
+        keep = self._extend(r.messages)
+        n = len(self.record._refs) + 1
+        tools = [t.to_dict() for t in r.tools]
+        # The canonical JSON of harnesslab.messages.dumps: the messages' part is hashed
+        # already, the rest follows.
+        sha = self._sha[-1].copy()
+        sha.update(('],"meta":' + _dumps([list(kv) for kv in r.meta]) + ',"output_budget":'
+                    + _dumps(r.output_budget) + ',"session_id":' + _dumps(r.session_id)
+                    + ',"summary":' + _dumps(r.summary) + ',"system":' + _dumps(r.system)
+                    + ',"tools":' + _dumps(tools) + "}").encode("utf-8"))
+        # The messages as a delta against the previous request's (record module docstring).
+        messages: dict[str, Any] = {"messages": [p.hash for p in self._parts]} \
+            if keep == 0 or n % FULL_EVERY == 1 else \
+            {"keep": keep, "add": [p.hash for p in self._parts[keep:]]}
+        ref = {"n": n, "system": self._text("system", r.system),
+               "summary": self._text("summary", r.summary), **messages,
+               "tools": self._tools(r.tools), "output_budget": r.output_budget,
+               "session_id": r.session_id, "meta": [list(kv) for kv in r.meta],
+               "sha256": sha.hexdigest()}
+        self.record.add_ref(ref)
+        return ref, self._head(r.system) + self._head(r.summary) + self._cum[-1]
+
+    def emit(self, event: dict[str, Any]) -> None:
+        e = dict(event)
+        e.setdefault("step", self.step)
+        req = e.get("request")
+        fresh = 0
+        if isinstance(req, Request):
+            ref, sums = self.request_ref(req)
+            e["request"] = ref
+            if ref.get("add") and ref["add"] == self._fresh:
+                fresh = len(self._fresh)  # the usual case: the messages just written, in order
+            self._fresh = []
+            if e["type"] in CALL_EVENTS:
+                if self._split:
+                    e["present"] = self.declared.listed(sums.found)
+                    # serialized_text joins system, summary and every message with "\n".
+                    chars = sums.chars + len(req.messages) + 1
+                    e["kind"] = "json" if sums.braces * 8 > chars else kind_of(sums.cjk, sums.latin)
+                else:  # a declared phrase with a line feed: search the whole text
+                    text = serialized_text(req.system, req.summary,
+                                           (message_text(m) for m in req.messages))
+                    e["present"] = self.declared.present(text)
+                    e["kind"] = content_kind(text)
+                e["images"] = sums.images
+        if "reply" in e and isinstance(e["reply"], tuple):
+            e["reply"] = [block_to_dict(b) for b in e["reply"]]
+        self.record.events.append(e)
+        if fresh:
+            ref = {k: v for k, v in e["request"].items() if k != "add"}
+            self._write({**e, "request": {**ref, "new": fresh}})
+        else:
+            self._write(e)

@@ -1,0 +1,1 @@
+"""Driving one run: the runner, the doors a harness gets, instances, executors, the suite summary."""

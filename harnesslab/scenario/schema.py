@@ -1,0 +1,328 @@
+"""Scenario files: the typed schema (also exported as JSON Schema by ``harnesslab schema``); the
+YAML loader, which names the file, the line and the field of anything wrong, is ``loader``.
+
+A scenario declares a world, the verified session, the lexicon (the only meaning the fake
+model gets), the steps, and variants: named setting overrides with the checks expected to
+fail under them (controls) — every other check is expected to pass.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from harnesslab.scenario.steps import (
+    SESSION_KEYS,
+    InstancesStep,
+    KillStep,
+    NewSessionStep,
+    RestartStep,
+    SwitchStep,
+)
+from harnesslab.sim.intents import (
+    ID_PATTERNS,
+    REF,
+    Act,
+    Claim,
+    ClaimKind,
+    Constraint,
+    Intent,
+    Slot,
+    is_reference,
+)
+from harnesslab.sim.world import WorldSpec, parse_duration
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClaimSpec(_Strict):
+    identity: str | None = Field(default=None, description="The user id the speaker claims to be")
+    ownership: str | None = Field(default=None, description="The order id the speaker claims")
+
+    @model_validator(mode="after")
+    def _one(self) -> ClaimSpec:
+        if (self.identity is None) == (self.ownership is None):
+            raise ValueError("a claim states exactly one of identity or ownership")
+        return self
+
+    def to_claim(self) -> Claim:
+        if self.identity is not None:
+            return Claim(ClaimKind.IDENTITY, self.identity)
+        assert self.ownership is not None
+        return Claim(ClaimKind.OWNERSHIP, self.ownership)
+
+
+def _slot_value(slot: Slot, v: str | None) -> str | None:
+    if v is None or v == REF or ID_PATTERNS[slot].fullmatch(v):
+        return v
+    if slot is Slot.ORDER and is_reference(v):
+        return v
+    if slot is Slot.ORDER:
+        raise ValueError(f"expected an id like O-1001, @ref, @first, @last or @item:<name>, "
+                         f"got {v!r}")
+    raise ValueError(f"expected @ref or an id like U-1, got {v!r}")
+
+
+class IntentSpec(_Strict):
+    """What an utterance means: the lexicon entry the fake model looks up verbatim."""
+
+    act: Act
+    order: str | None = Field(default=None, description="An order id, or a reference resolved "
+                              "from the request: @ref (the latest visible order), @first / @last "
+                              "(of the latest visible order list), @item:<name> (the order a "
+                              "visible fact says holds that item)")
+    user: str | None = Field(default=None, description="A user id or @ref")
+    topic: str | None = Field(default=None, description="Knowledge-base topic (ask_policy)")
+    constraints: list[Constraint] = Field(default_factory=list)
+    claims: list[ClaimSpec] = Field(default_factory=list)
+
+    @field_validator("order")
+    @classmethod
+    def _order(cls, v: str | None) -> str | None:
+        return _slot_value(Slot.ORDER, v)
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, v: str | None) -> str | None:
+        return _slot_value(Slot.USER, v)
+
+    def to_intent(self) -> Intent:
+        return Intent(self.act, self.order, self.user, self.topic, tuple(self.constraints),
+                      tuple(c.to_claim() for c in self.claims))
+
+
+class Expect(_Strict):
+    """Answer-level checks of one user turn (each key is one check, named ``s<step>.<key>``)."""
+
+    answered: bool = Field(default=False, description="Check that the turn ends with an answer "
+                           "(not a failure, overflow, clarifying question or could-not-check); "
+                           "mentions, max/min_chars and not_called require an answer too")
+    mentions: list[str] = Field(default_factory=list, description="Strings the answer contains")
+    not_mentions: list[str] = Field(default_factory=list, description="Strings it must not")
+    max_chars: int | None = Field(default=None, gt=0, description="Answer length at most")
+    min_chars: int | None = Field(default=None, gt=0, description="Answer length at least")
+    called: list[str] = Field(default_factory=list, description="Tools called in this turn")
+    not_called: list[str] = Field(default_factory=list, description="Tools not called")
+    fresh_fact: bool | None = Field(default=None, description="The fact the answer states is "
+                                    "within its tool's max_age at answer time")
+    resolves: dict[Slot, str] | None = Field(default=None, description="Fake model only: the "
+                                             "referent each slot resolved to")
+    no_leak: bool | None = Field(default=None, description="No other user's private data in the "
+                                 "answer or in any request of this turn")
+    request_contains: list[str] = Field(default_factory=list, description="Strings present in "
+                                        "the turn's last request")
+    max_images: int | None = Field(default=None, ge=0, description="Images in any request of "
+                                   "this turn, at most")
+    in_force: list[Constraint] | None = Field(default=None, description="Fake model only: "
+                                              "constraints in force in the request that "
+                                              "answered (what the model could see)")
+    unable: Literal["not_found", "forbidden", "unavailable", "not_offered", "failed"] | None = \
+        Field(default=None, description="Fake model only: the answer says it could not check, "
+              "for this reason (a tool's error told apart, or no such tool offered)")
+
+    def kinds(self) -> list[str]:
+        out = ["answered"] if self.answered else []
+        for k in ("mentions", "not_mentions", "called", "not_called", "request_contains"):
+            if getattr(self, k):
+                out.append(k)
+        for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images",
+                  "in_force", "unable"):
+            if getattr(self, k) is not None:
+                out.append(k)
+        return out
+
+
+class UserStep(_Strict):
+    user: str = Field(description="The user's utterance, verbatim (must be in the lexicon)")
+    images: int = Field(default=0, ge=0, description="Images attached to the message")
+    expect: Expect = Field(default_factory=Expect)
+
+
+class AdvanceStep(_Strict):
+    advance: str = Field(description="Move the clock, e.g. 1d, 6h, 30m")
+
+    @field_validator("advance")
+    @classmethod
+    def _d(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+
+class FillerSpec(_Strict):
+    times_trigger: float | None = Field(default=None, gt=0, le=50, description="Filler size as "
+                                        "a multiple of trigger_ratio x context_size, in the "
+                                        "harness's estimator")
+    fill_to: float | None = Field(default=None, gt=0, lt=1, description="Instead: add filler "
+                                  "until the whole context's estimate reaches this fraction of "
+                                  "the trigger, staying below it (an exchange too large for "
+                                  "the room left is passed over for the next ones; no "
+                                  "compaction during filler)")
+    locale: Literal["zh", "en"] | None = Field(default=None, description="Default: the "
+                                               "scenario's locale")
+
+    @model_validator(mode="after")
+    def _one(self) -> FillerSpec:
+        if (self.times_trigger is None) == (self.fill_to is None):
+            raise ValueError("a filler states exactly one of times_trigger or fill_to")
+        return self
+
+
+class FillerStep(_Strict):
+    filler: FillerSpec
+
+
+STEP_KEYS = ("user", "advance", "filler", *SESSION_KEYS)
+
+
+def _step_kind(v: Any) -> str | None:
+    if isinstance(v, dict):
+        for k in STEP_KEYS:
+            if k in v:
+                return k
+        return None
+    for k in STEP_KEYS:
+        if hasattr(v, k):
+            return k
+    return None
+
+
+Step = Annotated[
+    Annotated[UserStep, Tag("user")] | Annotated[AdvanceStep, Tag("advance")]
+    | Annotated[FillerStep, Tag("filler")] | Annotated[RestartStep, Tag("restart")]
+    | Annotated[NewSessionStep, Tag("new_session")] | Annotated[SwitchStep, Tag("switch")]
+    | Annotated[InstancesStep, Tag("instances")] | Annotated[KillStep, Tag("kill")],
+    Discriminator(_step_kind, custom_error_type="step_kind",
+                  custom_error_message="a step needs one of the keys " + ", ".join(STEP_KEYS)),
+]
+
+
+class SummarizerSpec(_Strict):
+    profile: Literal["faithful", "lossy", "failing"] = "faithful"
+    drop: dict[Literal["constraint", "fact", "claim", "goal", "entity"], float] = \
+        Field(default_factory=dict)
+    paraphrase: float = 0.0
+    swap: float = 0.0
+    refuse: float | None = None
+    keep_superseded: float | None = None
+    promote_claims: float | None = None
+
+
+class ModelSpec(_Strict):
+    summarizer: SummarizerSpec = Field(default_factory=SummarizerSpec)
+    phrases: dict[Constraint, list[str]] = Field(default_factory=dict, description="Extra "
+                                                 "constraint phrases the fake model recognises")
+
+
+class SessionSpec(_Strict):
+    user: str = Field(description="The verified user of the session")
+    id: str = Field(default="S-1", description="Session id")
+
+
+class FailRate(_Strict):
+    """A check expected to fail in at least ``at_least`` of ``of`` seeds: for a control whose
+    failure depends on the seed. In a single run either outcome is as expected; across n seeds
+    (``needed``) it must fail often enough that the expectation still holds: up to ``of``
+    seeds, in at least at_least - (of - n) of them (the rest could still fail), so one seed of
+    "3 of 5" proves nothing either way; beyond, in the same fraction, rounded up."""
+
+    check: str = Field(description="A check kind or id (s<step>.<kind>)")
+    at_least: int = Field(ge=1, description="Seeds in which it fails, at least ...")
+    of: int = Field(ge=1, description="... out of this many")
+
+    @model_validator(mode="after")
+    def _fraction(self) -> FailRate:
+        if self.at_least > self.of:
+            raise ValueError("at_least cannot exceed of")
+        return self
+
+    def needed(self, seeds: int) -> int:
+        """Failures needed over ``seeds`` runs."""
+        if seeds <= self.of:
+            return max(0, self.at_least - (self.of - seeds))
+        return -(-seeds * self.at_least // self.of)
+
+
+def _fail_kind(v: Any) -> str:
+    return "check" if isinstance(v, str) else "rate"
+
+
+# A check id or kind (fails in every seed), or a FailRate; tagged so that a bad mapping is
+# reported against FailRate's fields rather than as "not a string".
+FailEntry = Annotated[Annotated[str, Tag("check")] | Annotated[FailRate, Tag("rate")],
+                      Discriminator(_fail_kind)]
+
+
+class Variant(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str = ""
+    set: dict[str, Any] = Field(default_factory=dict, description="Setting overrides: harness "
+                                "fields (harness, strategy, context_size, "
+                                "codex.auto_compact_limit, ...), service / service.<field>, "
+                                "summarizer / extractor (.<field>); they win over the command "
+                                "line")
+    expect_fail: list[FailEntry] = Field(
+        default_factory=list, description="Check kinds (at least one such check fails) or check "
+        "ids s<step>.<kind> (that check fails), in every seed; or {check, at_least, of}: fails "
+        "in at least that fraction of the seeds; every other check must pass")
+    expect: Literal["pass"] | None = Field(default=None, description="'pass': every check is "
+                                           "expected to pass (the default when expect_fail is "
+                                           "empty)")
+    role: Literal["baseline", "control", "fix"] | None = Field(
+        default=None, description="What the variant shows: a control (its checks must fail), "
+        "a fix (the setting that repairs a control's failure), or a baseline; null: control "
+        "when expect_fail is set, else baseline")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Variant:
+        if self.expect == "pass" and self.expect_fail:
+            raise ValueError("expect: pass contradicts a non-empty expect_fail")
+        if self.role == "control" and not self.expect_fail:
+            raise ValueError("a control names the checks expected to fail (expect_fail)")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return self.role or ("control" if self.expect_fail else "baseline")
+
+    @property
+    def fail_always(self) -> list[str]:
+        """The checks expected to fail in every seed."""
+        return [f for f in self.expect_fail if isinstance(f, str)]
+
+    @property
+    def fail_rates(self) -> list[FailRate]:
+        """The checks expected to fail in a fraction of the seeds."""
+        return [f for f in self.expect_fail if isinstance(f, FailRate)]
+
+
+class Scenario(_Strict):
+    """One scripted conversation with its world, lexicon, steps and variants."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    locale: Literal["zh", "en"]
+    tags: list[str] = Field(default_factory=list)
+    world: WorldSpec
+    session: SessionSpec
+    service: str | dict[str, Any] = Field(default="openai-128k", description="A service "
+                                          "profile name, or {profile: name, <field>: value}")
+    harness: dict[str, Any] = Field(default_factory=dict, description="Harness settings for "
+                                    "every variant of this scenario")
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    lexicon: dict[str, IntentSpec]
+    steps: list[Step] = Field(min_length=1)
+    variants: list[Variant] = Field(min_length=1)
+
+    def intents(self) -> dict[str, Intent]:
+        return {k: v.to_intent() for k, v in self.lexicon.items()}

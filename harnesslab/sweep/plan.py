@@ -1,0 +1,178 @@
+"""Sweeps: a grid of settings x scenarios x variants x seeds, run by an executor, one table row
+per run, resumable.
+
+A **cell** is one combination of the grid's values (plus the sweep's fixed ``set``). It is
+applied exactly as ``--set`` is: beneath each variant's own settings, so a control keeps what
+defines it. Every (scenario, variant, cell) is resolved before anything runs; a bad key, a
+value of the wrong type or an empty list is one line naming the sweep file, its line and the
+field (or ``--grid``).
+
+Each run has a **run key**: the sha256 of the canonical JSON of the scenario id and its file's
+sha256, the variant, the cell's settings and the seed (16 hex digits). Its record is written
+under ``OUT/records/<run_key>/``; when it is complete, one JSON line is appended and fsync'd to
+``OUT/rows.jsonl`` by the coordinating process. A rerun skips the keys found there, so a sweep
+killed at any point loses no finished run and duplicates none (a half-written last line is
+dropped and its run done again). The table (``sweep.parquet`` with pyarrow, else
+``sweep.csv``) is rebuilt from those lines. The sweep file format: ``harnesslab.sweep.spec``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harnesslab.errors import InputError
+from harnesslab.record.table import MANIFEST, write_table
+from harnesslab.scenario.loader import load_scenario
+from harnesslab.scenario.schema import Scenario, Variant
+from harnesslab.scenario.settings import resolve_settings
+from harnesslab.sweep.rows import RowsFile, SweepTask, run_task
+from harnesslab.sweep.spec import SweepSpec
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def run_key(scenario_id: str, scenario_sha256: str, variant: str, settings: Mapping[str, Any],
+            seed: int) -> str:
+    payload = {"scenario": scenario_id, "scenario_sha256": scenario_sha256, "variant": variant,
+               "settings": dict(settings), "seed": seed}
+    return hashlib.sha256(canonical(payload).encode("utf-8")).hexdigest()[:16]
+
+
+# --- validation and tasks ---------------------------------------------------------------------
+
+def _culprit(sc: Scenario, variant: Variant, e: InputError, cell: Mapping[str, Any]) -> str:
+    """The cell key at fault: the one the error names, else the first that fails alone."""
+    if e.field is not None and e.field in cell:
+        return e.field
+    if e.field and e.field.split(".", 1)[0] in cell:
+        return e.field.split(".", 1)[0]
+    for k in cell:
+        try:
+            resolve_settings(sc, variant, {k: cell[k]})
+        except InputError:
+            return k
+    return ""  # only the combination fails
+
+
+def _cell_error(spec: SweepSpec, e: InputError, cell: Mapping[str, Any], sc: Scenario,
+                variant: Variant) -> InputError:
+    key = _culprit(sc, variant, e, cell)
+    ctx = f" (scenario {sc.id}, variant {variant.name}, cell {canonical(dict(cell))})"
+    from_file = spec.source is not None and key not in spec.cli_keys
+    src = spec.source if from_file else None
+    if key in spec.grid:
+        idx = next((i for i, v in enumerate(spec.grid[key])
+                    if canonical(v) == canonical(cell[key])), 0)
+        if not from_file:
+            return InputError(e.problem + ctx, field=f"--grid {key}")
+        name = f"grid.{key}[{idx}]"
+        return InputError(e.problem + ctx, file=src,
+                          line=spec.lines.get(name) or spec.lines.get(f"grid.{key}"), field=name)
+    if key in spec.fixed:
+        if not from_file:
+            return InputError(e.problem + ctx, field=f"--set {key}")
+        return InputError(e.problem + ctx, file=src, line=spec.lines.get(f"set.{key}"),
+                          field=f"set.{key}")
+    # A combination (e.g. reserve_ratio above a swept trigger_ratio): name the grid.
+    return InputError(e.problem + ctx, file=spec.source, line=spec.lines.get("grid"),
+                      field=e.field or ("grid" if spec.source else "--grid"))
+
+
+def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
+    """Every run of the sweep, validated: each (scenario, variant, cell) resolves."""
+    out = str(Path(out_dir).resolve())
+    tasks: list[SweepTask] = []
+    cells = spec.cells()
+    keys = tuple(dict.fromkeys([*spec.fixed, *spec.grid]))
+    for path in spec.scenarios:
+        sc = load_scenario(path)
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        variants = [v for v in sc.variants if spec.variants is None or v.name in spec.variants]
+        steps = len(sc.steps)
+        for v in variants:
+            for cell in cells:
+                try:
+                    s = resolve_settings(sc, v, cell)
+                except InputError as e:
+                    raise _cell_error(spec, e, cell, sc, v) from None
+                cost = float(s.harness.context_size * steps)
+                for seed in spec.seeds:
+                    tasks.append(SweepTask(run_key(sc.id, sha, v.name, cell, seed),
+                                           str(path.resolve()), sha, sc.id, v.name, seed,
+                                           dict(cell), keys, out, cost))
+    if spec.variants is not None and not tasks:
+        raise InputError(f"no scenario has a variant named {', '.join(spec.variants)}",
+                         file=spec.source, line=spec.lines.get("variants"),
+                         field="variants" if spec.source else "--variant")
+    return tasks
+
+
+def write_manifest(spec: SweepSpec, tasks: Sequence[SweepTask], out: Path) -> None:
+    manifest = {"version": 1, "grid": spec.grid, "set": spec.fixed, "seeds": list(spec.seeds),
+                "variants": list(spec.variants) if spec.variants is not None else None,
+                "keys": list(tasks[0].keys) if tasks else list(spec.grid),
+                "scenarios": sorted({t.scenario_id for t in tasks}), "runs": len(tasks),
+                "run_keys": sorted(t.run_key for t in tasks)}
+    (out / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False, indent=1) + "\n",
+                                encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    out: Path
+    table: Path
+    runs: int        # runs in the sweep
+    done: int        # runs done by this invocation
+    skipped: int     # runs found finished and skipped
+    errors: int      # runs recorded with an error
+    seconds: float   # wall time of this invocation (not in the table)
+
+
+def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processes",
+              jobs: int | None = None, scheduler: str | None = None,
+              on_row: Callable[[dict[str, Any]], None] | None = None,
+              progress: bool = False, table_format: str | None = None) -> SweepOutcome:
+    """Run what is not done yet of the sweep into ``out_dir``; rebuild its table."""
+    from harnesslab.run.executors import make_executor
+
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    tasks = plan(spec, out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_manifest(spec, tasks, out)
+    rows = RowsFile(out)
+    done = rows.keys()
+    pending = sorted((t for t in tasks if t.run_key not in done),
+                     key=lambda t: (-t.cost, t.run_key))
+    bar = None
+    if progress and pending:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(tasks), initial=len(tasks) - len(pending), unit="run",
+                   desc="sweep", dynamic_ncols=True)
+    try:
+        with make_executor(executor, jobs=jobs, scheduler=scheduler) as ex:
+            for result in ex.map_unordered(run_task, pending):
+                rows.append(result)
+                if on_row is not None:
+                    on_row(result["row"])
+                if bar is not None:
+                    bar.set_postfix_str(f"{result['row']['scenario']}", refresh=False)
+                    bar.update()
+    finally:
+        if bar is not None:
+            bar.close()
+    wanted = {t.run_key for t in tasks}
+    table_rows = [r for r in rows.rows() if r["run_key"] in wanted]
+    table = write_table(table_rows, out, table_format)
+    return SweepOutcome(out, table, len(tasks), len(pending), len(tasks) - len(pending),
+                        sum(1 for r in table_rows if r.get("error")),
+                        time.perf_counter() - t0)

