@@ -171,6 +171,9 @@ def request_from_openai(body: Mapping[str, Any], *, session_id: str = "") -> Req
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
         raise InputError(f"expected a positive integer, got {budget!r}",
                          field="max_completion_tokens")
+    for k, t in enumerate(tools_raw):
+        if not isinstance(t, Mapping):
+            raise InputError("expected a tool object", field=f"tools[{k}]")
     return Request(system=system, messages=messages,
                    tools=tuple(ToolSchema.from_dict(t) for t in tools_raw),
                    output_budget=budget, session_id=session_id)

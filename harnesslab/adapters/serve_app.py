@@ -15,12 +15,25 @@ Routes:
   as an in-process call. Non-streaming, or ``stream: true`` as server-sent events. A request
   over the true window is HTTP 400 with ``code: context_length_exceeded`` (the openai SDK
   raises ``BadRequestError``); a malformed conversation is 400 ``invalid_request_error``.
+- ``POST /v1/responses``: the OpenAI Responses API (``adapters.responses_wire``): input items,
+  ``instructions``, function tools and calls, ``previous_response_id`` over the responses this
+  session stored (``store``, true unless false; an unknown id is 400
+  ``previous_response_not_found``), ``stream: true`` as the API's named events. Over the
+  window: 400 ``context_length_exceeded``, as Chat Completions.
+- ``POST /v1/messages``: Anthropic's Messages API (``adapters.anthropic_wire``), the key in
+  ``x-api-key`` (or ``Authorization: Bearer``); errors in Anthropic's shape, an over-window
+  request 400 ``invalid_request_error`` "prompt is too long: N tokens > M maximum".
 - ``GET /harnesslab/tools``: the session's tool schemas (OpenAI's ``tools`` form).
-- ``POST /harnesslab/tools/NAME`` with ``{"arguments": {...} or "JSON"}``: runs the tool for
-  the session's verified user (never a user named in the body) and answers
-  ``{"content": TEXT, "is_error": BOOL}``.
+- ``POST /harnesslab/tools/NAME`` with ``{"arguments": {...} or "JSON"}``: runs the tool;
+  the acting user is the session's verified user unless the session trusts its caller
+  (``WireSession.trust_caller``: then the ``user_id`` in the arguments, as an internal service
+  trusts the harness that calls it). Answers ``{"content": TEXT, "is_error": BOOL}``.
 - ``GET /harnesslab/clock``: the world's time, which a harness reads as a real one reads its
   system clock.
+
+Every body is checked before anything is recorded: not JSON, not an object, nested deeper
+than ``MAX_DEPTH``, or holding a lone surrogate (which no UTF-8 record can hold) is a 400 in
+the wire's own error shape, and the session's call numbering and record stay as they were.
 
 Nothing else goes over the wire: no scenario, expectations, lexicon or private data.
 """
@@ -35,13 +48,16 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnesslab.adapters import anthropic_wire, responses_wire
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
 from harnesslab.harness.base import HarnessContext
-from harnesslab.messages import Response, ToolOutcome
+from harnesslab.harness.identity import IdentityMode, bind_identity
+from harnesslab.messages import Request, Response, ToolOutcome
 
 MODEL = "harnesslab"
 INSTALL = "pip install 'harnesslab[serve]'"
+MAX_DEPTH = 200  # deeper than any request a harness sends; deeper is refused, never a crash
 
 
 class SessionClosed(Exception):
@@ -54,9 +70,16 @@ class WireSession:
 
     context: HarnessContext
     after: Callable[[], None] | None = None  # e.g. flush the record after each call
+    # Who the HTTP tool route acts for (``harness.identity``'s rule): "refuse" keeps the
+    # verified session user and lets the tool refuse a different ``user_id``; "trust" is
+    # the backend that trusts its caller's ``user_id``; "bind" overrides it.
+    identity: IdentityMode = "refuse"
     lock: threading.Lock = field(default_factory=threading.Lock)
     calls: int = 0
+    tool_calls: int = 0
     closed: bool = False
+    # The Responses API's stored responses (previous_response_id), this session's only.
+    stored: responses_wire.Conversation = field(default_factory=responses_wire.Conversation)
 
     def _locked(self, fn: Callable[[], Any]) -> Any:
         with self.lock:
@@ -77,8 +100,16 @@ class WireSession:
         return result
 
     def tool(self, name: str, arguments: str) -> ToolOutcome:
-        user = self.context.session.user
-        out: ToolOutcome = self._locked(lambda: self.context.tools.run(name, arguments, user))
+        b = bind_identity(self.identity, self.context.session.user, arguments)
+
+        def go() -> ToolOutcome:
+            self.tool_calls += 1
+            out = self.context.tools.run(name, b.arguments, b.acting)
+            self.context.sink.emit({"type": "tool_policy", "id": f"http-{self.tool_calls}",
+                                    "name": name, "claimed": b.claimed, "identity": b.decision,
+                                    "truncated": False, "via": "http"})
+            return out
+        out: ToolOutcome = self._locked(go)
         return out
 
     def close(self) -> None:
@@ -141,6 +172,39 @@ def _overflow_message(e: ContextOverflowError) -> str:
             "or completion.")
 
 
+def _anthropic_overflow(e: ContextOverflowError, model: str) -> str:
+    d = e.detail
+    if d.limit_name == "max_output":
+        return (f"max_tokens: {d.planned_output} > {d.limit}, which is the maximum allowed "
+                f"number of output tokens for {model}")
+    if d.limit_name == "max_input" or d.true_input > d.limit:
+        return f"prompt is too long: {d.true_input} tokens > {d.limit} maximum"
+    return (f"input length and `max_tokens` exceed context limit: {d.true_input} + "
+            f"{d.planned_output} > {d.limit}, decrease input length or `max_tokens` and try "
+            "again")
+
+
+def body_problem(body: Any) -> str | None:
+    """Why a parsed body cannot be served (nested deeper than ``MAX_DEPTH``, a lone surrogate
+    in a string), or None. Iterative: a hostile body cannot exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                return "a string holds a lone surrogate, which is not valid UTF-8"
+        elif isinstance(x, dict | list):
+            if depth > MAX_DEPTH:
+                return f"the body is nested deeper than {MAX_DEPTH} levels"
+            values = x.values() if isinstance(x, dict) else x
+            stack.extend((v, depth + 1) for v in values)
+            if isinstance(x, dict):
+                stack.extend((k, depth + 1) for k in x)
+    return None
+
+
 def build_app(sessions: Sessions) -> Any:
     """The ASGI app over ``sessions`` (module docstring)."""
     _require()
@@ -154,41 +218,66 @@ def build_app(sessions: Sessions) -> Any:
             type: str = "invalid_request_error") -> JSONResponse:
         return JSONResponse(error_body(message, type=type, code=code, param=param), status)
 
+    def aerr(status: int, message: str, type: str = "invalid_request_error") -> JSONResponse:
+        return JSONResponse(anthropic_wire.error_body(message, type=type), status)
+
     closed = {"code": "invalid_api_key", "type": "authentication_error"}
 
     class Refused(Exception):
-        def __init__(self, response: JSONResponse) -> None:
-            self.response = response
+        def __init__(self, status: int, message: str, **kw: Any) -> None:
+            self.status, self.message, self.kw = status, message, kw
 
-    def handler(fn: Callable[[HttpRequest], Awaitable[Any]]) -> Callable[[HttpRequest],
-                                                                          Awaitable[Any]]:
+    def handler(fn: Callable[[HttpRequest], Awaitable[Any]], *, anthropic: bool = False
+                ) -> Callable[[HttpRequest], Awaitable[Any]]:
         async def wrapped(req: HttpRequest) -> Any:
             try:
                 return await fn(req)
-            except Refused as r:
-                return r.response
             except SessionClosed:
-                return err(401, "this session has ended", **closed)
+                r = Refused(401, "this session has ended", **closed)
+            except Refused as e:
+                r = e
+            if anthropic:
+                kind = r.kw.get("type", "invalid_request_error")
+                return aerr(r.status, r.message, kind)
+            return err(r.status, r.message, **r.kw)
         return wrapped
 
     async def session_of(req: HttpRequest) -> WireSession:
         auth = req.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+        token = token or req.headers.get("x-api-key", "").strip()  # Anthropic's header
         # A new session builds its world: off the event loop, which serves the others.
         s = await run_in_threadpool(sessions.get, token) if token else None
         if s is None or s.closed:
-            raise Refused(err(401, "Incorrect API key provided: each session has its own token.",
-                              **closed))
+            raise Refused(401, "Incorrect API key provided: each session has its own token.",
+                          **closed)
         return s
 
     async def body_of(req: HttpRequest) -> dict[str, Any]:
+        raw = await req.body()
         try:
-            body = json.loads(await req.body())
+            body = json.loads(raw)
+        except RecursionError:
+            raise Refused(400, f"the body is nested deeper than {MAX_DEPTH} levels") from None
         except ValueError as e:
-            raise Refused(err(400, f"the body is not valid JSON: {e}")) from None
+            raise Refused(400, f"the body is not valid JSON: {e}") from None
         if not isinstance(body, dict):
-            raise Refused(err(400, "the body must be a JSON object"))
+            raise Refused(400, "the body must be a JSON object")
+        why = body_problem(body)
+        if why is not None:
+            raise Refused(400, why)
         return body
+
+    async def call(s: WireSession, request: Request) -> tuple[Response, int]:
+        result: tuple[Response, int] = await run_in_threadpool(s.call, request)
+        return result
+
+    def sse(events: Iterator[dict[str, Any]], *, named: bool) -> StreamingResponse:
+        def lines() -> Iterator[str]:
+            for e in events:
+                name = f"event: {e['type']}\n" if named else ""
+                yield name + "data: " + json.dumps(e, ensure_ascii=False) + "\n\n"
+        return StreamingResponse(lines(), media_type="text/event-stream")
 
     async def models(req: HttpRequest) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [
@@ -203,7 +292,7 @@ def build_app(sessions: Sessions) -> Any:
         except InputError as e:
             return err(400, e.problem, param=e.field)
         try:
-            resp, n = await run_in_threadpool(s.call, request)
+            resp, n = await call(s, request)
         except ContextOverflowError as e:
             return err(400, _overflow_message(e), code="context_length_exceeded", param="messages")
         except ProtocolError as e:
@@ -225,6 +314,62 @@ def build_app(sessions: Sessions) -> Any:
         return JSONResponse(completion(resp, id=cid, created=created, model=model))
 
     @handler
+    async def responses(req: HttpRequest) -> Any:
+        s = await session_of(req)
+        body = await body_of(req)
+        try:
+            items = s.stored.items(body)
+        except KeyError:
+            prev = body.get("previous_response_id")
+            return err(400, f"Previous response with id '{prev}' not found.",
+                       code="previous_response_not_found", param="previous_response_id")
+        except InputError as e:
+            return err(400, e.problem, param=e.field)
+        try:
+            request = responses_wire.request_from_responses(body, items=items,
+                                                            session_id=s.context.session.id)
+        except InputError as e:
+            return err(400, e.problem, param=e.field)
+        try:
+            resp, n = await call(s, request)
+        except ContextOverflowError as e:
+            if e.detail.limit_name == "max_output":
+                return err(400, _overflow_message(e), param="max_output_tokens")
+            return err(400, "Your input exceeds the context window of this model. Please "
+                       "adjust your input and try again.", code="context_length_exceeded",
+                       param="input")
+        except ProtocolError as e:
+            return err(400, f"Invalid request: {e.problem}", param="input")
+        model = str(body.get("model") or MODEL)
+        created = int(s.context.clock.now().timestamp())
+        rid = f"{s.context.session.id}_{n}"
+        s.stored.store(body, items, resp, id=rid)
+        if body.get("stream") is True:
+            return sse(responses_wire.stream_events(resp, body, id=rid, created=created,
+                                                    model=model), named=True)
+        return JSONResponse(responses_wire.response_object(resp, body, id=rid, created=created,
+                                                           model=model))
+
+    async def messages(req: HttpRequest) -> Any:
+        s = await session_of(req)
+        body = await body_of(req)
+        model = str(body.get("model") or MODEL)
+        try:
+            request = anthropic_wire.request_from_anthropic(body, session_id=s.context.session.id)
+        except InputError as e:
+            return aerr(400, f"{e.field}: {e.problem}")
+        try:
+            resp, n = await call(s, request)
+        except ContextOverflowError as e:
+            return aerr(400, _anthropic_overflow(e, model))
+        except ProtocolError as e:
+            return aerr(400, f"messages: {e.problem}")
+        mid = f"{s.context.session.id}_{n}"
+        if body.get("stream") is True:
+            return sse(anthropic_wire.stream_events(resp, id=mid, model=model), named=True)
+        return JSONResponse(anthropic_wire.message_object(resp, id=mid, model=model))
+
+    @handler
     async def tools(req: HttpRequest) -> JSONResponse:
         s = await session_of(req)
         return JSONResponse({"tools": [t.to_dict() for t in s.context.tools.schemas()]})
@@ -244,6 +389,8 @@ def build_app(sessions: Sessions) -> Any:
     return Starlette(routes=[
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/messages", handler(messages, anthropic=True), methods=["POST"]),
         Route("/harnesslab/tools", tools, methods=["GET"]),
         Route("/harnesslab/tools/{name}", run_tool, methods=["POST"]),
         Route("/harnesslab/clock", clock, methods=["GET"]),
