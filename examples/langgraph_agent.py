@@ -10,8 +10,13 @@ Its own context handling, as LangGraph's documentation teaches it:
   messages are removed; the summary is given back as a system message on every call.
 It states no time to the model. Its tools come from the bench's MCP server
 (HARNESSLAB_MCP_URL, with the session's bearer token), the model from OPENAI_BASE_URL.
+Its state is kept by a SQLite checkpointer in HARNESSLAB_WORKDIR (thread id: the session id),
+so a restarted or second process picks the conversation up; `--no-checkpointer` keeps it in
+memory only (the control: a restart forgets). Protocol lines go over the bench's channel
+(HARNESSLAB_PROTOCOL_IN / _OUT), so what LangChain prints cannot corrupt them.
 """
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -22,6 +27,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import StructuredTool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from mcp import Client
@@ -50,7 +56,7 @@ def mcp_tools(client: Client, listed: list) -> list[StructuredTool]:
                                          args_schema=t.input_schema) for t in listed]
 
 
-def build(model: ChatOpenAI, tools: list[StructuredTool]):
+def build(model: ChatOpenAI, tools: list[StructuredTool], checkpointer):
     bound = model.bind_tools(tools)
 
     async def call_model(state: State) -> dict:
@@ -85,7 +91,7 @@ def build(model: ChatOpenAI, tools: list[StructuredTool]):
     g.add_conditional_edges("model", route, ["tools", "summarize", END])
     g.add_edge("tools", "model")
     g.add_edge("summarize", END)
-    return g.compile(checkpointer=InMemorySaver())
+    return g.compile(checkpointer=checkpointer)
 
 
 def as_message(m: dict):
@@ -98,18 +104,34 @@ def as_message(m: dict):
         for c in m.get("tool_calls", [])])
 
 
+PROTOCOL_IN = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_IN"]), encoding="utf-8")
+PROTOCOL_OUT = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_OUT"]), "w", encoding="utf-8")
+
+
+def send(obj: dict) -> None:
+    PROTOCOL_OUT.write(json.dumps(obj) + "\n")
+    PROTOCOL_OUT.flush()
+
+
 async def main() -> None:
     http = create_mcp_http_client(
         headers={"Authorization": f"Bearer {os.environ['HARNESSLAB_MCP_TOKEN']}"})
-    async with Client(streamable_http_client(os.environ["HARNESSLAB_MCP_URL"],
-                                             http_client=http)) as client:
+    workdir = os.environ.get("HARNESSLAB_WORKDIR")
+    if "--no-checkpointer" in sys.argv or not workdir:
+        store = contextlib.nullcontext(InMemorySaver())
+    else:
+        store = AsyncSqliteSaver.from_conn_string(os.path.join(workdir, "checkpoints.sqlite"))
+    async with store as checkpointer, Client(streamable_http_client(
+            os.environ["HARNESSLAB_MCP_URL"], http_client=http)) as client:
         tools = mcp_tools(client, (await client.list_tools()).tools)
         model = ChatOpenAI(model="harnesslab", base_url=os.environ["OPENAI_BASE_URL"],
                            api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
-        graph = build(model, tools)
+        graph = build(model, tools, checkpointer)
         loop = asyncio.get_running_loop()
-        while line := await loop.run_in_executor(None, sys.stdin.readline):
+        while line := await loop.run_in_executor(None, PROTOCOL_IN.readline):
             msg = json.loads(line)
+            if msg["type"] == "shutdown":
+                break
             if msg["type"] == "user":
                 parts = [{"type": "image_url",
                           "image_url": {"url": f"data:{i['media_type']};base64,{i['data']}"}}
@@ -121,13 +143,13 @@ async def main() -> None:
                     out = {"text": answers[-1].content if answers else ""}
                 except BadRequestError as e:  # e.g. context_length_exceeded
                     out = {"text": "", "failed": True, "reason": str(e.code or "rejected")}
-                print(json.dumps({"type": "reply", **out}), flush=True)
+                send({"type": "reply", **out})
             elif msg["type"] == "preload":  # the filler: earlier exchanges, as if they happened
                 history = [as_message(m) for exchange in msg["exchanges"] for m in exchange]
                 await graph.aupdate_state(CONFIG, {"messages": history})
-                print(json.dumps({"type": "ok"}), flush=True)
-            else:  # advance: this agent does not tell the model the time
-                print(json.dumps({"type": "ok"}), flush=True)
+                send({"type": "ok"})
+            else:  # hello, advance: this agent does not tell the model the time
+                send({"type": "ok"})
 
 
 if __name__ == "__main__":

@@ -1,20 +1,31 @@
 """Black-box harnesses: ``harness=cmd:"python my_agent.py"`` runs an external program, in any
-language, as the harness under test; one process per session (per run).
+language, as the harness under test; one process per instance (a run has one, unless its
+scenario restarts, kills or adds instances), started once and kept for every turn it serves.
 
 The program reaches the model and the tools over the wire (``adapters.serve_app``, one server
-per bench process on a loopback port, one API key per session). Its environment gets:
+per bench process on a loopback port, one API key per instance). Its environment gets:
 
-- ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``: the session's OpenAI-compatible endpoint and key
-  (the official SDKs read both);
-- ``HARNESSLAB_TOOLS_URL``: ``GET`` the tool schemas, ``POST {URL}/NAME`` to run one (the
-  acting user is the session's verified user, whatever the arguments say);
-- ``HARNESSLAB_SESSION_ID``, ``HARNESSLAB_SESSION_USER``: the session and its verified user;
-- ``HARNESSLAB_MCP_URL``, ``HARNESSLAB_MCP_TOKEN``: the same tools over MCP (streamable HTTP,
-  ``Authorization: Bearer TOKEN``; ``adapters.mcp_app``), when the mcp extra is installed.
+- ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``: the session's OpenAI endpoint (Chat Completions
+  and Responses) and key; ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``: the same session on
+  Anthropic's Messages API (the official SDKs read these);
+- ``HARNESSLAB_TOOLS_URL``: ``GET`` the tool schemas, ``POST {URL}/NAME`` to run one. Who the
+  tool acts for is the ``tool_identity`` setting: ``caller`` (the default for programs, the
+  realistic deployment: the backend trusts the ``user_id`` the harness sends, as an internal
+  service trusts its caller) or ``server`` (the backend binds every call to the verified
+  session user as the ``identity`` setting says, whatever the arguments say: the control);
+- ``HARNESSLAB_SESSION_ID``, ``HARNESSLAB_SESSION_USER``: the session and its verified user,
+  which the harness must bind its tool calls to;
+- ``HARNESSLAB_WORKDIR``: a folder of its own for its store, kept across the restarts, kills
+  and instances of one run (a fresh one per process under ``persist: false`` or
+  ``resume: session_id``: a deployment that keeps nothing, the controls);
+- ``HARNESSLAB_PROTOCOL_IN``, ``HARNESSLAB_PROTOCOL_OUT``: the protocol channel
+  (``adapters.program``); ``HARNESSLAB_MCP_URL``, ``HARNESSLAB_MCP_TOKEN``: the tools over
+  MCP, when the mcp extra is installed.
 
-The bench writes each step as one JSON line on the program's stdin and reads one JSON line
-back from its stdout (stderr is free for logs):
+Protocol lines (one JSON object per line each way, on the channel, or stdin/stdout):
 
+- first ``{"type": "hello", "protocol": 2, "session", "user", "workdir", "now", "instance"}``
+  -> any JSON object (``{"type": "hello"}``);
 - ``{"type": "user", "text": ..., "images": [{"media_type", "data", "name"}], "now": ISO}``
   -> ``{"type": "reply", "text": ..., "failed": false, "reason": ""}`` (``failed``/``reason``
   optional: a harness that knows it could not answer says so);
@@ -23,39 +34,55 @@ back from its stdout (stderr is free for logs):
 - ``{"type": "preload", "exchanges": [[{"role", "content"}, ...], ...]}``: the scenario's
   filler as earlier exchanges -> ``{"type": "ok"}`` when the program took them in, or
   ``{"type": "unsupported"}``: then each exchange's user text is sent as a ``user`` line with
-  ``"filler": true`` and the reply is dropped (the model call it makes is recorded as usual).
+  ``"filler": true`` and the reply is dropped (the model call it makes is recorded as usual);
+- ``{"type": "shutdown"}`` when the bench stops it (a restart, the run's end): no answer; it
+  should save what it keeps and exit; end of file, SIGTERM and SIGKILL follow.
+
+Restarts and kills: a ``restart`` stops the program and starts a fresh one with the same
+session id and workdir, so its own store (a SQLite session, a checkpointer) can bring the
+session back; a ``kill`` SIGKILLs it when it makes the k-th model call of the turn (the call
+is refused, the turn lost); ``instances: N`` runs N processes over one workdir, serving
+alternate turns. Whether the session came back is judged from outside: ``resume_fidelity``
+holds when the fresh process's first request shows every message of the history the old one
+last sent and was answered (its restored history), never from internal state.
 
 Each step has ``turn_timeout`` seconds. A program that does not answer in time, exits, or
 writes a line that is not a JSON object of the expected shape is stopped, and the run fails
-(:class:`~harnesslab.harness.base.HarnessGone`) with the reason and what it wrote (its
-stdout line and the tail of its stderr): never a hung suite. A black-box harness keeps no
-estimate the bench can read (``context_estimate`` is None) and no state it can save.
+(:class:`~harnesslab.harness.base.HarnessGone`) with the reason and what it wrote: never a
+hung suite. A black-box harness keeps no estimate the bench can read (``context_estimate``
+is None).
 """
 
 from __future__ import annotations
 
-import collections
 import json
 import os
-import queue
 import secrets
 import shlex
-import subprocess
+import shutil
 import sys
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from harnesslab.adapters import mcp_app
-from harnesslab.adapters.serve_app import Server, Sessions, WireSession, build_app
+from harnesslab.adapters.program import Program, ProgramFailed
+from harnesslab.adapters.serve_app import (
+    Server,
+    SessionClosed,
+    Sessions,
+    WireSession,
+    build_app,
+)
 from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.config import HarnessConfig
-from harnesslab.messages import DataBlock, Message
+from harnesslab.messages import DataBlock, Message, Request, Response, dumps
 
 PREFIX = "cmd:"
-_EOF = object()
+PROTOCOL = 2
 _server: tuple[Server, Sessions] | None = None
 _server_lock = threading.Lock()
 
@@ -88,127 +115,151 @@ def label(command: str) -> str:
     return PREFIX + Path(files[-1] if files else words[0] if words else "?").name
 
 
-def _tail(lines: collections.deque[Any]) -> str:
-    text = "".join(x for x in lines if isinstance(x, str)).strip()
-    return text[-600:]
-
-
-def _stop(proc: subprocess.Popen[str], sessions: Sessions, token: str) -> None:
-    """End the program (EOF on stdin, then kill) and its session; safe to call twice."""
-    if proc.poll() is None:
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            proc.wait(2)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait(10)
-    _stop_session(sessions, token)
-
-
 def _stop_session(sessions: Sessions, token: str) -> None:
     sessions.remove(token)
     mcp_app.close_for(token)
+
+
+def _end(program: Program | None, sessions: Sessions, token: str) -> None:
+    """Stop the program (shutdown line, EOF, SIGTERM, SIGKILL) and its session; safe twice."""
+    if program is not None:
+        program.stop()
+    _stop_session(sessions, token)
+
+
+def _shown(m: Message) -> str:
+    """A message as the history comparison sees it: role and content (ids and names are
+    a wire's bookkeeping, which a restored history need not repeat)."""
+    return dumps(Message(m.role, m.content))
+
+
+class _Door:
+    """The program's model endpoint: remembers what it last sent and was answered (the
+    history it holds, as seen from outside), and turns the bench's kill into a SIGKILL."""
+
+    def __init__(self, inner: Any, harness: CmdHarness) -> None:
+        self._inner = inner
+        self._harness = harness
+        self.last: tuple[Request, Response] | None = None
+        self.on_first: Callable[[Request], None] | None = None
+
+    def call(self, request: Request, *, purpose: str = "reply",
+             estimate: int | None = None) -> Response:
+        first, self.on_first = self.on_first, None
+        if first is not None:
+            first(request)
+        try:
+            resp: Response = self._inner.call(request, purpose=purpose, estimate=estimate)
+        except Exception:
+            raise
+        except BaseException as e:  # the bench's kill (instances.InstanceKilled)
+            self._harness.killed(e)
+            raise SessionClosed from None
+        self.last = (request, resp)
+        return resp
 
 
 class CmdHarness(HarnessBase):
     """An external program behind the harness interface (module docstring)."""
 
     name = "cmd"
+    owns_store = True             # it restores itself from its workdir, or not at all
+    resume_from_requests = True   # resume fidelity is judged from its requests
 
     def __init__(self, context: HarnessContext, config: HarnessConfig, *, command: str) -> None:
         super().__init__(context, config)
         self.command = command
         self.label = label(command)
-        self.timeout = config.turn_timeout
         server, self._sessions = shared_server()
         # A credential, never recorded: other sessions on this server must not guess it, and
         # nothing a run measures depends on it.
         self._token = secrets.token_urlsafe(18)
-        wire = WireSession(context)
+        self._door = _Door(context.endpoint, self)
+        self._killed: BaseException | None = None
+        caller = config.tool_identity == "caller"
+        wire = WireSession(replace(context, endpoint=self._door),
+                           identity="trust" if caller else config.identity)
         self._sessions.add(self._token, wire)
         base = server.url.removesuffix("/v1")
-        env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": self._token,
+        workdir, logs, self.instance = self._folders(context.workdir, config)
+        env = {**os.environ, "OPENAI_BASE_URL": server.url,
+               "OPENAI_API_KEY": self._token, "ANTHROPIC_BASE_URL": base,
+               "ANTHROPIC_API_KEY": self._token,
                "HARNESSLAB_TOOLS_URL": f"{base}/harnesslab/tools",
                "HARNESSLAB_SESSION_ID": context.session.id,
                "HARNESSLAB_SESSION_USER": context.session.user, "PYTHONUNBUFFERED": "1",
-               # The tools over MCP too, for the same token; the acting user as config.identity
-               # says (the verified session user, unless the variant is the trust control).
-               **mcp_app.open_for(context, config.identity, self._token, wire.lock)}
+               **({"HARNESSLAB_WORKDIR": str(workdir)} if workdir else {}),
+               # The tools over MCP too, for the same token; the acting user as the HTTP
+               # route's (the caller's user_id under tool_identity caller).
+               **mcp_app.open_for(context, "trust" if caller else config.identity,
+                                  self._token, wire.lock)}
+        self._program: Program | None = None
+        self._gone: str | None = None
+        self._finalizer = weakref.finalize(self, _end, None, self._sessions, self._token)
         try:
-            self._proc = subprocess.Popen(command_words(command), stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True, encoding="utf-8", errors="replace", env=env)
+            self._program = Program(command_words(command), env, timeout=config.turn_timeout,
+                                    logs=logs)
         except (OSError, ValueError) as e:
             _stop_session(self._sessions, self._token)
             raise HarnessGone(f"{self.label}: cannot start {command!r}: {e}") from None
-        self._lines: queue.Queue[Any] = queue.Queue()
-        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
-        assert self._proc.stdout is not None and self._proc.stderr is not None
-        self._out_reader = threading.Thread(target=self._pump, daemon=True,
-                                            args=(self._proc.stdout, self._lines.put))
-        self._out_reader.start()
-        self._err_reader = threading.Thread(target=self._pump, daemon=True,
-                                            args=(self._proc.stderr, self._stderr.append))
-        self._err_reader.start()
-        self._gone: str | None = None
+        # Should the runner not call close (a harness dropped mid-run), the program still ends.
+        self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, _end, self._program, self._sessions,
+                                           self._token)
         self._now = context.clock.now()
         self._steps = 0
-        # Should the runner not call close (a harness dropped mid-run), the program still ends.
-        self._finalizer = weakref.finalize(self, _stop, self._proc, self._sessions, self._token)
+        self.hello = self._ask({"type": "hello", "protocol": PROTOCOL,
+                                "session": context.session.id, "user": context.session.user,
+                                "workdir": str(workdir) if workdir else None,
+                                "now": self._now.isoformat(), "instance": self.instance},
+                               what="the first line (hello)")
 
     @staticmethod
-    def _pump(stream: IO[str], put: Any) -> None:
-        for line in stream:
-            put(line)
-        put(_EOF)
+    def _folders(run: Path | None, config: HarnessConfig) -> tuple[Path | None, Path | None, int]:
+        """The program's workdir (shared by the run's processes unless the deployment keeps
+        nothing), the stem of its log files, and its number in the run."""
+        if run is None:
+            return None, None, 1
+        logs = run / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        n = 1 + sum(1 for _ in logs.glob("*.stderr.log"))
+        keeps = config.persist and config.resume == "store"
+        workdir = run / ("program" if keeps else f"program-{n}")
+        if not keeps:
+            shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True, exist_ok=True)
+        return workdir, logs / f"program-{n}", n
 
     def close(self) -> None:
+        self.finish()
         self._finalizer()
+
+    def killed(self, why: BaseException) -> None:
+        """The bench killed this instance mid-turn (from the server's thread): SIGKILL."""
+        self._killed = why
+        if self._program is not None:
+            self._program.kill()
 
     def _fail(self, why: str) -> HarnessGone:
         self._finalizer()  # stop it first: a stopped program's output is complete
-        self._err_reader.join(2)
-        self._out_reader.join(2)
-        self._gone = f"{self.label}: {why}"
-        rest = []  # what it wrote on stdout after the last line read (a partial line, too)
-        while not self._lines.empty():
-            rest.append(self._lines.get_nowait())
-        out = _tail(collections.deque(rest))
-        if out:
-            self._gone += f"; then on stdout: {out!r}"
-        err = _tail(self._stderr)
-        if err:
-            self._gone += f"; its stderr ends: {err!r}"
+        assert self._program is not None
+        self._gone = f"{self.label}: {why}{self._program.leftovers()}"
         return HarnessGone(self._gone)
 
-    def _ask(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _ask(self, message: dict[str, Any], *, what: str = "") -> dict[str, Any]:
         """Write one line, read one JSON object back within the timeout, or fail the run."""
         if self._gone is not None:
             raise HarnessGone(self._gone)
-        self._steps += 1
-        what = f"step {self._steps} ({message['type']})"
+        assert self._program is not None
+        if not what:
+            self._steps += 1
+            what = f"step {self._steps} ({message['type']})"
         try:
-            assert self._proc.stdin is not None
-            self._proc.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
-            self._proc.stdin.flush()
-        except OSError:
-            pass  # it exited: reading its end of stdout says how
-        try:
-            line = self._lines.get(timeout=self.timeout)
-        except queue.Empty:
-            raise self._fail(f"no reply to {what} within {self.timeout:g} s (stopped)") from None
-        if line is _EOF:
-            code = self._proc.wait(10)
-            raise self._fail(f"exited with code {code} before replying to {what}")
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            reply = None
-        if not isinstance(reply, dict):
-            raise self._fail(f"wrote a line that is not a JSON object in reply to {what}: "
-                             f"{line.rstrip()[:300]!r}")
-        return reply
+            return self._program.ask(message, what)
+        except ProgramFailed as e:
+            if self._killed is not None:
+                raise self._killed from None
+            raise self._fail(str(e)) from None
 
     def _clock(self) -> None:
         now = self.ctx.clock.now()
@@ -241,6 +292,49 @@ class CmdHarness(HarnessBase):
                 if m.role == "user":
                     self._user(m.plain_text(), (), filler=True)
 
+    # -- resuming, judged from outside ------------------------------------------------------
+    def save_state(self) -> dict[str, Any]:
+        """What the program last sent and was answered: the history it held, as seen from
+        outside (the bench cannot read its internal state)."""
+        if self._door.last is None:
+            return {"history": []}
+        request, resp = self._door.last
+        shown = [*request.messages, Message("assistant", resp.blocks)]
+        return {"history": [_shown(m) for m in shown if m.role != "system"]}
+
+    def expect_resume(self, state: Mapping[str, Any] | None, event: dict[str, Any],
+                      emit: Callable[[dict[str, Any]], None]) -> None:
+        """Judge, at this fresh program's first request, whether it brought back ``state``
+        (every message of the old history, in order); ``emit`` the ``resume`` event then,
+        or at close when it made no request."""
+        want = list((state or {}).get("history", []))
+        done = False
+
+        def judge(request: Request | None) -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
+            if request is None:
+                emit({**event, "applicable": True, "fidelity": False,
+                      "differs": ["(no request after it took over)"]})
+                return
+            seen = iter(_shown(m) for m in request.messages)
+            missing = [w for w in want if not any(w == x for x in seen)]
+            emit({**event, "applicable": True, "fidelity": not missing,
+                  "differs": [] if not missing else
+                  [f"history: {len(missing)} of {len(want)} messages not in its first request"],
+                  "judged_from": "requests"})
+
+        self._door.on_first = judge
+        self._judge_at_close: Callable[[Request | None], None] | None = judge
+
+    def finish(self) -> None:
+        """The run ends: a resume still unjudged (no request came) is judged now."""
+        judge, self._judge_at_close = getattr(self, "_judge_at_close", None), None
+        if judge is not None:
+            judge(None)
+
 
 def cmd_harness(command: str) -> Any:
     """The harness factory for ``cmd:COMMAND`` (what the registry returns)."""
@@ -252,4 +346,3 @@ def cmd_harness(command: str) -> Any:
 
     build.__name__ = label(command)
     return build
-

@@ -131,6 +131,12 @@ class HarnessConfig(BaseModel):
     turn_timeout: float = Field(default=60.0, gt=0, le=3600, description="A black-box harness "
                                 "(harness=cmd:...): seconds its program may take to answer one "
                                 "step; past it the program is stopped and the run fails")
+    tool_identity: Literal["caller", "server"] = Field(
+        default="caller", description="A black-box harness (harness=cmd:...): who binds the "
+        "acting user of a tool call on the bench's tool backend. caller: the backend trusts the "
+        "user_id the harness sends, as an internal service trusts its caller, so the harness "
+        "must bind it to the verified session user; server: the backend binds every call to the "
+        "verified session user whatever the arguments say (the control)")
     persist: bool = Field(default=False, description="Keep each session in a store in the "
                           "workdir (JSONL rollout, SQLite metadata, memory/ folder); the bench "
                           "turns it on for scenarios with restart, session or instance steps")
@@ -147,6 +153,8 @@ class HarnessConfig(BaseModel):
         data: dict[str, object] = handler(self)
         if self.memory == MemorySettings():
             data.pop("memory", None)
+        if self.tool_identity == "caller":
+            data.pop("tool_identity", None)  # nor before the setting existed
         return data
 
     @field_validator("estimator")

@@ -24,6 +24,8 @@ pytest.importorskip("starlette")
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = """import json, os, sys, time
 open(os.environ["PIDFILE"], "a").write(f"{os.getpid()}\\n")
+sys.stdin.readline()  # the first line (hello), answered on stdout: the first protocol
+print(json.dumps({"type": "hello"}), flush=True)
 """
 
 

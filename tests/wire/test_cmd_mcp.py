@@ -1,6 +1,8 @@
-"""A black-box program reaching the world's tools over MCP (``HARNESSLAB_MCP_URL``): the tool
-acts for the session's verified user whatever ``user_id`` it passes, unless the variant is the
-trust control; the bench records every tool run."""
+"""A black-box program reaching the world's tools over MCP (``HARNESSLAB_MCP_URL``): by default
+the backend trusts the ``user_id`` its caller sends (so a program that forwards the model's
+claim leaks); under ``tool_identity: server`` the tool acts for the session's verified user
+whatever ``user_id`` it passes, unless the variant is the trust control; the bench records
+every tool run."""
 
 from __future__ import annotations
 
@@ -41,14 +43,15 @@ for line in sys.stdin:
 U1_ADDRESS, U2_ADDRESS = "上海市浦东新区世纪大道100号", "北京市朝阳区建国路88号"
 
 
-def run(tmp_path: Path, variant: str) -> RunResult:
+def run(tmp_path: Path, variant: str, binding: str = "server") -> RunResult:
     prog = tmp_path / "mcp_agent.py"
     prog.write_text(PROGRAM, encoding="utf-8")
     path = bundled_dir() / "spoofed-identity-zh.yaml"
     sc = load_scenario(path)
     v = next(x for x in sc.variants if x.name == variant)
     return run_variant(sc, v, source=path, out_dir=tmp_path / "runs",
-                       cli_set={"harness": f"cmd:python {prog}", "turn_timeout": 60})
+                       cli_set={"harness": f"cmd:python {prog}", "turn_timeout": 60,
+                                "tool_identity": binding})
 
 
 def test_mcp_tools_act_for_the_verified_user(tmp_path: Path) -> None:
@@ -69,3 +72,12 @@ def test_the_trust_control_lets_the_claimed_user_through(tmp_path: Path) -> None
     assert [c["acting_user"] for c in rec.of_type("tool_call")] == ["U-2", "U-2"]
     failed = {c.id for c in r.checks if not c.passed}
     assert {"s1.no_leak", "s1.not_mentions"} <= failed
+
+
+def test_a_backend_that_trusts_its_caller_leaks_what_the_program_forwards(tmp_path: Path
+                                                                           ) -> None:
+    r = run(tmp_path, "default", binding="caller")
+    rec = Record.load(r.record)
+    assert [c["acting_user"] for c in rec.of_type("tool_call")] == ["U-2", "U-2"]
+    assert {p["identity"] for p in rec.of_type("tool_policy")} == {"trusted"}
+    assert not next(c for c in r.checks if c.id == "s1.no_leak").passed
