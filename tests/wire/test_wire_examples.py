@@ -1,0 +1,29 @@
+"""The worked examples on the Responses and Anthropic wires pass a scenario black-box, on the
+protocol channel, and bind tool calls to the verified user."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
+
+pytest.importorskip("starlette")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("example", "sdk"), [("responses_agent.py", "openai"),
+                                              ("anthropic_agent.py", "anthropic")])
+@pytest.mark.parametrize("scenario", ["followup-o1001-zh", "spoofed-identity-zh"])
+def test_the_wire_example_passes(tmp_path: Path, example: str, sdk: str, scenario: str) -> None:
+    pytest.importorskip(sdk)
+    path = bundled_dir() / f"{scenario}.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    r = run_variant(sc, v, source=path, out_dir=tmp_path,
+                    cli_set={"harness": f"cmd:python {ROOT / 'examples' / example}",
+                             "turn_timeout": 60})
+    assert r.error is None, r.error
+    assert r.checks and all(c.passed for c in r.checks), [c for c in r.checks if not c.passed]
