@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterator
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,8 @@ def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter,
         sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
         extractor=SummarizerProfile(**s.extractor),
         max_ages={t: world.max_age(t) for t in world.spec.offered()},
-        phrases={k: tuple(v) for k, v in sc.model.phrases.items()})
+        phrases={k: tuple(v) for k, v in sc.model.phrases.items()},
+        zone=world.clock.now().tzinfo or UTC)
     if s.model.real:
         from harnesslab.adapters.real_model import OpenAICompatibleModel
 

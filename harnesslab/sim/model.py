@@ -19,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from itertools import chain, cycle
 from typing import Any
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
+from harnesslab.sim.asks import asks_in
 from harnesslab.sim.intents import (
     ACT_NEEDS,
     MEMORY_WRITE_TOOL,
@@ -38,7 +39,7 @@ from harnesslab.sim.intents import (
 )
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
 from harnesslab.sim.segments import Reader
-from harnesslab.sim.summarizer import SummarizerProfile, content_of, draw, summarize, summary_form
+from harnesslab.sim.summarizer import SummarizerProfile, draw, summarize, summary_request
 
 __all__ = ["BRIEF_MAX_CHARS", "LONG_MIN_CHARS", "FakeModel", "ModelReply", "SummarizerProfile",
            "draw", "serialize"]
@@ -285,7 +286,8 @@ class FakeModel:
                  summarizer: SummarizerProfile | None = None,
                  extractor: SummarizerProfile | None = None,
                  max_ages: Mapping[str, timedelta | None] | None = None,
-                 phrases: Mapping[Constraint, Sequence[str]] | None = None) -> None:
+                 phrases: Mapping[Constraint, Sequence[str]] | None = None,
+                 zone: tzinfo = UTC) -> None:
         self._lexicon: dict[str, Intent] = dict(lexicon)
         self._seed = seed
         self._summarizer = summarizer or SummarizerProfile()
@@ -295,19 +297,55 @@ class FakeModel:
         self._phrases = phrase_patterns({c: tuple(ws) for c, ws in (phrases or {}).items()})
         # Each message is read once while it stays in the requests (a cache, not a memory:
         # what it holds is a function of the message alone).
-        self._reader = Reader(self._lexicon, self._phrases)
+        # The scenario's zone: a time stated without one is read in it.
+        self._reader = Reader(self._lexicon, self._phrases, zone)
 
     def reply(self, request: Request) -> ModelReply:
         self._reader.next_call()
         view = View(request, self._lexicon, self._phrases, self._reader)
-        form = summary_form(request, self._lexicon)
-        if form is not None:
-            content = View(content_of(request), self._lexicon, self._phrases, self._reader)
+        found = summary_request(view)
+        if found is not None:
+            form, part = found
+            content = View(part, self._lexicon, self._phrases, self._reader)
             blocks, notes = summarize(request, form, view, content, seed=self._seed,
                                       profile=self._extractor if form in ("pin", "memory")
                                       else self._summarizer)
             return ModelReply(blocks, notes)
-        return self._turn(view)
+        return self._auxiliary(view) or self._turn(view)
+
+    def _auxiliary(self, view: View) -> ModelReply | None:
+        """A call that asks no question but, in its instructions, for something else: a title
+        (answered with a short fixed title), a memory extraction in words (answered with the
+        preferences, claims and facts it sees, one tag a line), or a task the fake model
+        cannot do (classification): then it says it could not read the request."""
+        if view.current()[1] is not None:
+            return None
+        request = view.request
+        index = current_index(request)
+        texts = [request.system, *(m.plain_text() for m in request.messages
+                                   if m.role == "system")]
+        if index is not None:
+            texts.append(request.messages[index].plain_text())
+        kind = next((k for t in texts if (k := asks_in(t)) is not None), None)
+        if kind is None:
+            return None
+        lang = view.language(None)
+        if kind == "title":
+            title = "客服咨询" if lang == "zh" else "Customer service chat"
+            return ModelReply((TextBlock(title),), note("auxiliary", view, form="title",
+                                                        reason="title"))
+        if kind == "memory":
+            part = View(request if index is None else
+                        replace(request, messages=request.messages[:index]
+                                + request.messages[index + 1:]),
+                        self._lexicon, self._phrases, self._reader)
+            blocks, notes = summarize(request, "memory", view, part, seed=self._seed,
+                                      profile=self._extractor, as_text=True)
+            return ModelReply(blocks, notes)
+        text = _CLARIFY[("utterance_not_found", lang)]
+        return ModelReply((TextBlock(text),), note("unreadable", view, form=kind,
+                                                   reason=f"an auxiliary request the fake "
+                                                   f"model does not read ({kind})"))
 
     def _fresh(self, fact: Fact, now: datetime | None) -> bool:
         max_age = self._max_ages.get(fact.tool)
@@ -316,9 +354,11 @@ class FakeModel:
         return fact.as_of is not None and now - fact.as_of <= max_age
 
     def _turn(self, view: View) -> ModelReply:
-        index = current_index(view.request)
+        index, asked = view.current()
         text = view.request.messages[index].plain_text() if index is not None else None
-        intent = self._lexicon.get(text) if text is not None else None
+        intent = None
+        if asked is not None:
+            text, intent = asked
         lang = view.language(text)
         if index is None or text is None or intent is None:
             return ModelReply((TextBlock(_CLARIFY[("utterance_not_found", lang)]),),

@@ -23,12 +23,11 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
 
-from harnesslab.messages import Request, TextBlock
+from harnesslab.messages import Request, TextBlock, ThinkingBlock
 from harnesslab.sim.facts import FACT_KEYS, Fact, item_name, result_fact, tag_fact
 from harnesslab.sim.intents import (
     CONFLICTS,
     CONSTRAINT_PHRASES,
-    CURRENT_TIME_RE,
     FIRST,
     ID_PATTERNS,
     ITEM,
@@ -41,7 +40,6 @@ from harnesslab.sim.intents import (
     Intent,
     Slot,
     is_reference,
-    parse_time,
 )
 from harnesslab.sim.segments import Reader, Segment
 
@@ -96,9 +94,16 @@ def without_message(request: Request, index: int | None) -> Request:
     return replace(request, messages=request.messages[:index] + request.messages[index + 1:])
 
 
+def _answers(m: Any) -> bool:
+    """Whether a message is the model's answer to what came before (text, not only calls)."""
+    return m.role == "assistant" and any(isinstance(b, TextBlock | ThinkingBlock)
+                                         for b in m.content)
+
+
 @dataclass(frozen=True)
 class Utterance:
-    """A user message whose text is a lexicon utterance."""
+    """A lexicon utterance in a user message: the message's whole text, or found inside it
+    (then ``start``/``end`` are the utterance's own)."""
 
     message: int
     start: int
@@ -138,6 +143,10 @@ class View:
         segs, starts, base = self._layout.segs, self._layout.starts, self._base
         for i in self._layout.marked:
             yield base + starts[i], segs[i]
+
+    def segment(self, index: int) -> Segment:
+        """What message ``index`` shows."""
+        return self._layout.segs[index]
 
     def message_end(self, index: int) -> int:
         return self.starts[index + 1] if index + 1 < len(self.starts) else self._end
@@ -194,10 +203,34 @@ class View:
         out = []
         for i in self._layout.marked:
             seg = self._layout.segs[i]
-            if seg.utterance is not None:
-                text, intent = seg.utterance
+            if seg.utterance is None:
+                continue
+            text, intent = seg.utterance
+            if len(seg.mentions) == 1 and self.request.messages[i].plain_text() == text:
                 out.append(Utterance(i, self.starts[i], self.message_end(i), text, intent))
+                continue
+            out += [Utterance(i, self.starts[i] + p, self.starts[i] + p + len(u), u, it)
+                    for p, u, it in seg.mentions]
         return out
+
+    def current(self) -> tuple[int | None, tuple[str, Intent] | None]:
+        """The current turn: the last user message that has text (``current_index``) and the
+        utterance it asks. When it asks none (a reminder or retrieved context sent as a user
+        message of its own after the question), the latest user message since the model last
+        answered that does ask one."""
+        index = current_index(self.request)
+        if index is None:
+            return None, None
+        segs = self._layout.segs
+        if segs[index].utterance is not None:
+            return index, segs[index].utterance
+        for i in range(index - 1, -1, -1):
+            m = self.request.messages[i]
+            if _answers(m):
+                break
+            if m.role == "user" and segs[i].utterance is not None:
+                return i, segs[i].utterance
+        return index, None
 
     @cached_property
     def tags(self) -> list[tuple[int, str, str]]:
@@ -284,10 +317,6 @@ class View:
 
     @cached_property
     def now(self) -> datetime | None:
-        if any(seg.open_time for _, seg in self._placed()):  # a time stamp may span two segments
-            times = [t for m in CURRENT_TIME_RE.finditer(self.text)
-                     if (t := parse_time(m.group(1)))]
-            return times[-1] if times else None
         times = [seg.times[-1][1] for _, seg in self._placed() if seg.times]
         return times[-1] if times else None
 

@@ -4,8 +4,8 @@ A request's serialised text (``harnesslab.sim.reading``) is the system prompt, t
 every message's pieces joined with ``"\\n"``; a message's *segment* is its own pieces joined the
 same way, so the request's text is its segments joined with ``"\\n"`` (a message with no piece
 adds nothing). Every pattern the model searches either cannot match across a ``"\\n"`` (ids,
-constraint phrases without a line feed) or is checked for a match left open at a segment's end
-(tags, the current time): then, and only then, the caller searches the whole text instead. So
+constraint phrases without a line feed, statements of the time) or is checked for a match left
+open at a segment's end (tags): then, and only then, the caller searches the whole text instead. So
 the matches found segment by segment, shifted by the segment's offset, are exactly those found
 in the whole text, and a segment can be kept while its message lives.
 
@@ -22,18 +22,18 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from harnesslab.messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
 from harnesslab.sim.facts import result_reading
-from harnesslab.sim.intents import CURRENT_TIME_RE, ID_PATTERNS, TAG_RE, Constraint, Intent, Slot, parse_time
+from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Constraint, Intent, Slot
+from harnesslab.sim.times import stated_times
 from harnesslab.tokens import common_prefix
 
-# A tag or a time stamp opened and not closed before the segment's end: its match (if any)
-# would run into the next segment.
+# A tag opened and not closed before the segment's end: its match (if any) would run into the
+# next segment. (A statement of the time never spans a line: harnesslab.sim.times.)
 _OPEN_TAG_RE = re.compile(r"\[(?:constraint|claim|fact):[^\]]*\Z")
-_OPEN_TIME_RE = re.compile(r"<current-time>[^<]*\Z")
 
 
 def block_pieces(block: Block) -> tuple[str, ...]:
@@ -66,8 +66,10 @@ class Segment:
     tags: tuple[tuple[int, str, str], ...]
     times: tuple[tuple[int, datetime], ...]        # parseable current times
     open_tag: bool
-    open_time: bool
-    utterance: tuple[str, Intent] | None = None    # a user message that is a lexicon utterance
+    utterance: tuple[str, Intent] | None = None    # the utterance a user message asks
+    # Every lexicon utterance a user message holds (start, text, intent): one for a message
+    # that is an utterance or wraps one, several for a transcript quoted in one message.
+    mentions: tuple[tuple[int, str, Intent], ...] = ()
     calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     results: tuple[Result, ...] = ()
 
@@ -75,7 +77,7 @@ class Segment:
     def marked(self) -> bool:
         """Whether it shows anything the model looks for (most filler shows nothing)."""
         return bool(any(self.ids.values()) or self.phrases or self.tags or self.times
-                    or self.open_tag or self.open_time or self.utterance or self.calls
+                    or self.open_tag or self.utterance or self.calls
                     or self.results)
 
 
@@ -95,18 +97,20 @@ _EMPTY = Layout((), [], [], 0, [])
 
 
 def _read(text: str, pieces: int, phrases: Mapping[Constraint, re.Pattern[str]],
-          **more: Any) -> Segment:
+          zone: tzinfo, results: tuple[Result, ...] = (), **more: Any) -> Segment:
     ids = {s: tuple((m.start(), m.group(0)) for m in p.finditer(text)) for s, p in ID_PATTERNS.items()}
     found: dict[Constraint, int] = {}
     for c, pat in phrases.items():
         for m in pat.finditer(text):
             found[c] = m.start()
     tags = tuple((m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text))
-    times = tuple((m.start(), t) for m in CURRENT_TIME_RE.finditer(text)
-                  if (t := parse_time(m.group(1))))
+    # A time inside a tool result is a fact's time, never "now".
+    spans = [(r.start, r.start + len(r.text)) for r in results]
+    times = tuple((p, t) for p, t in stated_times(text, zone)
+                  if not any(a <= p < b for a, b in spans))
     return Segment(text, pieces, ids, found, tags, times,
-                   _OPEN_TAG_RE.search(text) is not None, _OPEN_TIME_RE.search(text) is not None,
-                   **more)
+                   _OPEN_TAG_RE.search(text) is not None,
+                   results=results, **more)
 
 
 def _call_args(block: ToolCallBlock) -> Mapping[str, Any]:
@@ -117,8 +121,35 @@ def _call_args(block: ToolCallBlock) -> Mapping[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+def utterance_pattern(lexicon: Mapping[str, Intent]) -> re.Pattern[str] | None:
+    """One pattern for every utterance, longest first (of two that overlap, the longer is the
+    one said); an utterance that starts or ends with a Latin letter or digit must not run on
+    into one ("ok" is not in "okay"). None for an empty lexicon."""
+    alts = []
+    for u in sorted(lexicon, key=lambda u: (-len(u), u)):
+        if not u.strip():
+            continue
+        head = r"(?<![A-Za-z0-9])" if u[0].isascii() and u[0].isalnum() else ""
+        tail = r"(?![A-Za-z0-9])" if u[-1].isascii() and u[-1].isalnum() else ""
+        alts.append(head + re.escape(u) + tail)
+    return re.compile("|".join(alts)) if alts else None
+
+
+def utterances_in(text: str, lexicon: Mapping[str, Intent],
+                  pattern: re.Pattern[str] | None) -> tuple[tuple[int, str, Intent], ...]:
+    """The lexicon utterances ``text`` holds, in order: the whole text when it is one (what
+    the reference harness sends), else each one found inside it (a decorated message)."""
+    intent = lexicon.get(text)
+    if intent is not None:
+        return ((0, text, intent),)
+    if pattern is None:
+        return ()
+    return tuple((m.start(), m.group(0), lexicon[m.group(0)]) for m in pattern.finditer(text))
+
+
 def read_message(m: Message, lexicon: Mapping[str, Intent],
-                 phrases: Mapping[Constraint, re.Pattern[str]]) -> Segment:
+                 phrases: Mapping[Constraint, re.Pattern[str]],
+                 zone: tzinfo = UTC, pattern: re.Pattern[str] | None = None) -> Segment:
     texts: list[str] = []
     results: list[Result] = []
     calls: list[tuple[str, Mapping[str, Any]]] = []
@@ -134,13 +165,26 @@ def read_message(m: Message, lexicon: Mapping[str, Intent],
             texts.append(t)
             pos += len(t) + 1
     utterance = None
+    mentions: tuple[tuple[int, str, Intent], ...] = ()
     if m.role == "user":
         plain = m.plain_text()
-        intent = lexicon.get(plain)
-        if intent is not None:
-            utterance = (plain, intent)
-    return _read("\n".join(texts), len(texts), phrases, utterance=utterance,
-                 calls=tuple(calls), results=tuple(results))
+        found = utterances_in(plain, lexicon, pattern)
+        if found:
+            # Of several, the last is the question: a harness puts the retrieved memory or
+            # the earlier exchange before it. Positions are re-found in the segment's text,
+            # which also holds the message's non-text pieces.
+            utterance = (found[-1][1], found[-1][2])
+            whole = "\n".join(texts)
+            spots: list[tuple[int, str, Intent]] = []
+            at = 0
+            for _, u, intent in found:
+                p = whole.find(u, at)
+                if p >= 0:
+                    spots.append((p, u, intent))
+                    at = p + len(u)
+            mentions = tuple(spots)
+    return _read("\n".join(texts), len(texts), phrases, zone, tuple(results),
+                 utterance=utterance, mentions=mentions, calls=tuple(calls))
 
 
 def has_text_block(m: Message) -> bool:
@@ -153,9 +197,12 @@ class Reader:
     ``lexicon`` and ``phrases`` are fixed for the reader's life (one fake model's)."""
 
     def __init__(self, lexicon: Mapping[str, Intent],
-                 phrases: Mapping[Constraint, re.Pattern[str]]) -> None:
+                 phrases: Mapping[Constraint, re.Pattern[str]],
+                 zone: tzinfo = UTC) -> None:
         self.lexicon = lexicon
         self.phrases = phrases
+        self.zone = zone  # the scenario's: a stated time without a zone is in it
+        self.pattern = utterance_pattern(lexicon)
         # A phrase with a line feed could match across two segments: read whole texts then.
         self.exact = not any("\n" in p.pattern for p in phrases.values())
         self._heads: dict[str, Segment] = {}
@@ -179,7 +226,8 @@ class Reader:
         rest = {id(m): seg for m, seg in zip(last.messages[k:], last.segs[k:], strict=True)}
         for i in range(k, len(messages)):
             m = messages[i]
-            seg = rest.get(id(m)) or read_message(m, self.lexicon, self.phrases)
+            seg = rest.get(id(m)) or read_message(m, self.lexicon, self.phrases, self.zone,
+                                                  self.pattern)
             segs.append(seg)
             starts.append(pos)
             if seg.pieces:
@@ -192,6 +240,6 @@ class Reader:
     def head(self, text: str) -> Segment:
         seg = self._heads.get(text) or self._heads_before.get(text)
         if seg is None:
-            seg = _read(text, 1, self.phrases)
+            seg = _read(text, 1, self.phrases, self.zone)
         self._heads[text] = seg
         return seg

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
+from harnesslab.sim.asks import asks_in
 from harnesslab.sim.draws import draw
 from harnesslab.sim.intents import (
     ACT_NEEDS,
@@ -59,11 +60,12 @@ from harnesslab.sim.reading import (
     View,
     current_index,
     note,
+    phrase_patterns,
     without_message,
 )
 
 __all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "summarize", "summary_form",
-           "swap_id"]
+           "summary_request", "swap_id"]
 
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
 SummaryForm = Literal["structured", "freeform", "handoff", "pin", "memory"]
@@ -143,28 +145,63 @@ def swap_id(i: str) -> str:
     return f"{head}-{digits}"
 
 
-def summary_form(request: Request, lexicon: Mapping[str, Intent] | None = None) -> SummaryForm | None:
-    """Which summary the request asks for, if it is a summary request at all.
+def _outside(view: View, index: int) -> str:
+    """A user message's text without the utterances it holds: the harness's own words."""
+    text = view.request.messages[index].plain_text()
+    for _, u, _ in view.segment(index).mentions:
+        text = text.replace(u, " ")
+    return text
+
+
+def summary_request(view: View) -> tuple[SummaryForm, Request] | None:
+    """Which summary the request asks for, if it is a summary request at all, and the part of
+    it to summarise.
 
     Structured: the request offers exactly the structured-output tool; its schema's property
     names say what is asked: PIN_FIELDS ask for the standing instructions and entities only
-    (``pin``), anything else a summary. Freeform and handoff: the current message is not a
-    lexicon utterance and carries a summary marker or asks, in words, for a summary.
+    (``pin``), MEMORY_FIELDS a memory extraction, anything else a summary. Freeform and
+    handoff: the last user message carries a summary marker or, in the harness's own words
+    (outside any utterance it quotes), asks for a summary; or the system prompt or a later
+    system message asks for one and no user message asks a question (a separate call whose
+    instructions say "Summarize this conversation" over the old messages).
+
+    What is summarised is the request without its instruction: without the instruction
+    message, unless that message quotes the conversation itself (it holds utterances).
     """
+    request = view.request
+    i = current_index(request)
     if len(request.tools) == 1 and request.tools[0].name == SUMMARY_TOOL:
         props = _properties(request.tools[0])
-        if props and set(props) <= set(MEMORY_FIELDS):
-            return "memory"
-        return "pin" if props and set(props) <= set(PIN_FIELDS) else "structured"
-    i = current_index(request)
-    text = request.messages[i].plain_text() if i is not None else ""
-    if FREEFORM_SUMMARY_MARKER in text:
-        return "freeform"
-    if HANDOFF_SUMMARY_MARKER in text:
-        return "handoff"
-    if text and (lexicon is None or text not in lexicon) and _ASKS_SUMMARY_RE.search(text):
-        return "freeform"
+        form: SummaryForm = "memory" if props and set(props) <= set(MEMORY_FIELDS) else \
+            "pin" if props and set(props) <= set(PIN_FIELDS) else "structured"
+        return form, without_message(request, i)
+    if i is not None:
+        text = request.messages[i].plain_text()
+        quoted = bool(view.segment(i).mentions)
+        content = request if quoted else without_message(request, i)
+        if FREEFORM_SUMMARY_MARKER in text:
+            return "freeform", content
+        if HANDOFF_SUMMARY_MARKER in text:
+            return "handoff", content
+        own = _outside(view, i) if quoted else text
+        if own.strip() and (asks_in(own) == "summary" or (
+                not quoted and text not in view.lexicon and _ASKS_SUMMARY_RE.search(text))):
+            return "freeform", content
+    if view.current()[1] is None:
+        heads = [(None, request.system)] + [(n, m.plain_text()) for n, m in
+                                            enumerate(request.messages) if m.role == "system"]
+        for n, text in heads:
+            if asks_in(text) == "summary":
+                content = replace(request, system="") if n is None else \
+                    without_message(request, n)
+                return "freeform", content
     return None
+
+
+def summary_form(request: Request, lexicon: Mapping[str, Intent] | None = None) -> SummaryForm | None:
+    """Which summary ``request`` asks for (:func:`summary_request`), read afresh."""
+    found = summary_request(View(request, dict(lexicon or {}), phrase_patterns({})))
+    return found[0] if found else None
 
 
 @dataclass(frozen=True)
@@ -365,10 +402,12 @@ def _render(form: SummaryForm, kept: list[Item], lang: Lang,
 
 
 def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
-              seed: int, profile: SummarizerProfile) -> tuple[tuple[Block, ...], dict[str, Any]]:
+              seed: int, profile: SummarizerProfile,
+              as_text: bool = False) -> tuple[tuple[Block, ...], dict[str, Any]]:
     """The reply to a summary request: blocks and annotations.
 
     ``view`` reads the whole request, ``content`` the request without its instruction message.
+    ``as_text``: a memory extraction asked in words, answered with its lines as text.
     """
     serialized = view.text
     # A pin extraction draws its losses apart from summaries: the same item can survive one
@@ -381,7 +420,12 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     basis = " ".join(u.text for u in content.utterances) or content.text
     lang = content.language(basis)
     loss = _lose(extract(content, lang), profile, seed, lang, salt, superseded(content))
-    body = _render(form, loss.kept, lang, _properties(request.tools[0]) if request.tools else [])
+    props = list(MEMORY_FIELDS) if as_text else \
+        _properties(request.tools[0]) if request.tools else []
+    body = _render(form, loss.kept, lang, props)
+    if as_text and isinstance(body, dict):
+        body = "\n".join(v for v in body.values() if v) or (
+            "没有需要记住的内容。" if lang == "zh" else "Nothing to remember.")
     blocks: tuple[Block, ...]
     if isinstance(body, dict):
         args = json.dumps(body, ensure_ascii=False)
@@ -403,6 +447,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
 
 
 def content_of(request: Request) -> Request:
-    """The summarised part of a summary request: all but its instruction message."""
+    """The summarised part of a structured summary request: all but its instruction message
+    (:func:`summary_request` gives it for every form)."""
     return without_message(request, current_index(request))
 

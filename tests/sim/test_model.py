@@ -157,11 +157,18 @@ def test_swap_id(given_id: str, similar: str) -> None:
 # --- current turn and @ref -------------------------------------------------------------------
 
 def test_utterance_missing_asks_to_clarify() -> None:
-    r = model().reply(req(user(ASK_1001 + " ")))  # verbatim lookup: a trailing space is enough
+    said_otherwise = ASK_1001.replace("O-1001", "O-1001 ")  # not the utterance any more
+    r = model().reply(req(user(said_otherwise)))
     assert text_of(r) == "抱歉，我没有理解您的意思，能再说一遍吗？"
     assert r.annotations["kind"] == "clarify"
     assert r.annotations["reason"] == "utterance_not_found"
-    assert r.annotations["utterance"] == ASK_1001 + " "
+    assert r.annotations["utterance"] == said_otherwise
+
+
+def test_utterance_inside_a_decorated_message_is_read() -> None:
+    r = model().reply(req(user(ASK_1001 + " ")))  # a trailing space no longer hides it
+    assert r.annotations["utterance"] == ASK_1001
+    assert r.annotations["reason"] == "no_fact"
 
 
 def test_no_user_message_asks_to_clarify() -> None:

@@ -5,15 +5,17 @@ of the whole serialised request finds, whatever the harness did to the sequence 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harnesslab.messages import Message, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
-from harnesslab.sim.intents import CURRENT_TIME_RE, ID_PATTERNS, TAG_RE, Constraint, parse_time
+from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Constraint
 from harnesslab.sim.reading import View, phrase_patterns
 from harnesslab.sim.segments import Reader
+from harnesslab.sim.times import stated_times
 
 PHRASES = phrase_patterns({Constraint.BREVITY: ("keep it short",)})
 # Pieces chosen to put every pattern at a piece's or a message's edge, and to open a tag or a
@@ -37,14 +39,29 @@ def whole_text(r: Request) -> str:
                       *[t for m in r.messages for b in m.content for t in _pieces(b)]])
 
 
+def result_spans(r: Request) -> list[tuple[int, int]]:
+    """Where tool results' texts lie in the whole text (times there are no "now")."""
+    pos = len(r.system) + len(r.summary) + 2
+    spans = []
+    for m in r.messages:
+        for b in m.content:
+            for t in _pieces(b):
+                if isinstance(b, ToolResultBlock):
+                    spans.append((pos, pos + len(t)))
+                pos += len(t) + 1
+    return spans
+
+
 def assert_reads_as_whole(view: View) -> None:
     text = whole_text(view.request)
     assert view.text == text
+    spans = result_spans(view.request)
+    times = [t for p, t in stated_times(text, UTC)
+             if not any(a <= p < b for a, b in spans)]
+    assert view.now == (times[-1] if times else None)
     assert view.ids == {s: [(m.start(), m.group(0)) for m in p.finditer(text)]
                         for s, p in ID_PATTERNS.items()}
     assert view.tags == [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text)]
-    times = [t for m in CURRENT_TIME_RE.finditer(text) if (t := parse_time(m.group(1)))]
-    assert view.now == (times[-1] if times else None)
     assert not view.utterances  # an empty lexicon: constraints come from phrases and tags
     found: dict[Constraint, int] = {}
     for c, p in view.phrases.items():

@@ -1,0 +1,138 @@
+""""Now" as harnesses state it: the forms of a current-time statement the fake model reads
+(docs/understanding.md lists them), each parsed to an aware time, the scenario's zone when the
+statement gives none.
+
+Read: the runtime-state tag ``<current-time>ISO</current-time>``; a labelled statement
+(``Current time:``, ``Current date and time is``, ``The current time is``, ``Today is``,
+``Now:``, ``现在是``, ``当前时间``, ``今天是``, ...) followed on the same line by ISO 8601 (with or
+without zone, ``T`` or a space), RFC 2822 (``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
+(``2026年11月29日 10:00``, ``上午/下午``) or an English one (``Sunday, November 29, 2026 10:00
+AM``); and a dated prefix: a line that starts with an ISO date and time (``[2026-11-29 10:00]
+question``). A date without a time is that day's first moment (the earliest "now" the
+statement allows: a fact is then stale only if it is stale whenever on that day it is read).
+
+Not read (a documented limit): a bare date or time in running text, relative times ("in two
+hours"), other calendars, and times inside tool results (those are facts' times, not "now").
+Every pattern stays on one line, so no statement runs across two messages' texts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from email.utils import parsedate_to_datetime
+
+__all__ = ["TIME_RE", "parse_stated", "stated_times"]
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")
+_MONTH = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|" \
+         r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+_WEEKDAY = r"(?:(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs)?|Fri|Sat(?:ur)?|Sun)(?:day)?\.?,?[ \t]+)"
+_ZONE = r"(?:[ \t]*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2}|\(?(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?\)?))"
+_ISO = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?" + _ZONE + "?"
+_ISO_TIMED = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?" + _ZONE + "?"
+_RFC = _WEEKDAY + r"?\d{1,2}[ \t]+" + _MONTH + r"[ \t]+\d{4}[ \t]+\d{2}:\d{2}(?::\d{2})?" \
+       r"[ \t]+(?:[+-]\d{4}|GMT|UTC)"
+_ZH = r"\d{4}年\d{1,2}月\d{1,2}日(?:[ \t]*(?:星期|周)[一二三四五六日天])?" \
+      r"(?:[ \t]*(?:上午|下午|晚上|中午|早上)?[ \t]*\d{1,2}(?:[:：]\d{2}|点(?:\d{1,2}分?)?)" \
+      r"(?:[:：]\d{2})?)?" + _ZONE + "?"
+_EN = _WEEKDAY + r"?(?:" + _MONTH + r"[ \t]+\d{1,2}(?:st|nd|rd|th)?,?[ \t]+\d{4}|\d{1,2}[ \t]+" \
+      + _MONTH + r",?[ \t]+\d{4})(?:,?[ \t]+(?:at[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?" \
+      r"(?:[ \t]*[AaPp]\.?[Mm]\.?)?)?" + _ZONE + "?"
+_LABEL = r"(?:(?:the[ \t]+)?current[ \t]+(?:local[ \t]+)?(?:date[ \t]*(?:and|&|/)[ \t]*time|" \
+         r"date[ \t]*time|datetime|time|date)|today(?:'s[ \t]+date)?|the[ \t]+time|" \
+         r"(?:it[ \t]+is[ \t]+)?now|现在(?:时间)?|当前(?:时间|日期)|今天|北京时间)"
+# A labelled statement: the label, "is"/":"/"是" (or nothing), then one of the forms.
+TIME_RE = re.compile(
+    r"(?:<current-time>[ \t]*(?P<tag>[^<\n]+?)[ \t]*</current-time>)"
+    r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*(?:is|was|=|:|：|是|为)?[ \t]*"
+    r"(?P<labelled>" + _RFC + "|" + _ISO + "|" + _ZH + "|" + _EN + r"))"
+    r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))",
+    re.IGNORECASE | re.MULTILINE)
+
+_ISO_PARTS = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?[ \t]*(.*)")
+_ZH_PARTS = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日(?:[ \t]*(?:星期|周).)?[ \t]*"
+                       r"(上午|下午|晚上|中午|早上)?[ \t]*(?:(\d{1,2})(?:[:：](\d{2})|点(?:(\d{1,2})分?)?)"
+                       r"(?:[:：](\d{2}))?)?[ \t]*(.*)")
+_EN_PARTS = re.compile(
+    _WEEKDAY + r"?(?:(?P<m1>[A-Za-z]+)[ \t]+(?P<d1>\d{1,2})(?:st|nd|rd|th)?,?[ \t]+(?P<y1>\d{4})"
+    r"|(?P<d2>\d{1,2})[ \t]+(?P<m2>[A-Za-z]+),?[ \t]+(?P<y2>\d{4}))"
+    r"(?:,?[ \t]+(?:at[ \t]+)?(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?"
+    r"(?:[ \t]*(?P<ap>[AaPp])\.?[Mm]\.?)?)?[ \t]*(?P<zone>.*)", re.IGNORECASE)
+_OFFSET = re.compile(r"\(?(?:UTC|GMT)?[ \t]*([+-])(\d{1,2}):?(\d{2})?\)?$", re.IGNORECASE)
+
+
+def _zone(text: str, default: tzinfo) -> tzinfo | None:
+    """The zone a suffix states (empty: ``default``); None when it is no zone we read."""
+    z = text.strip()
+    if not z:
+        return default
+    if z.upper() in ("Z", "UTC", "GMT"):
+        return UTC
+    m = _OFFSET.match(z)
+    if not m:
+        return None
+    delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
+    return timezone(-delta if m.group(1) == "-" else delta)
+
+
+def _at(y: int, mo: int, d: int, h: int, mi: int, s: float, zone: tzinfo | None) -> datetime | None:
+    if zone is None:
+        return None
+    try:
+        return datetime(y, mo, d, h, mi, int(s), round((s % 1) * 1e6) % 1000000, zone)
+    except ValueError:
+        return None
+
+
+def _iso(text: str, default: tzinfo) -> datetime | None:
+    m = _ISO_PARTS.fullmatch(text.strip())
+    if not m:
+        return None
+    y, mo, d = (int(x) for x in m.group(1).split("-"))
+    hms = (m.group(2) or "00:00").split(":")
+    s = float(hms[2]) if len(hms) > 2 else 0.0
+    return _at(y, mo, d, int(hms[0]), int(hms[1]), s, _zone(m.group(3), default))
+
+
+def parse_stated(text: str, default: tzinfo) -> datetime | None:
+    """One statement's time (any form above), aware; None when it is not a valid time."""
+    text = text.strip()
+    if (t := _iso(text, default)) is not None:
+        return t
+    m = _ZH_PARTS.fullmatch(text)
+    if m:
+        h = int(m.group(5) or 0)
+        if m.group(4) in ("下午", "晚上") and h < 12:
+            h += 12
+        mi = int(m.group(6) or m.group(7) or 0)
+        return _at(int(m.group(1)), int(m.group(2)), int(m.group(3)), h, mi,
+                   float(m.group(8) or 0), _zone(m.group(9), default))
+    m = _EN_PARTS.fullmatch(text)
+    if m:
+        name = (m.group("m1") or m.group("m2") or "").lower()
+        month = next((i for i, full in enumerate(_MONTHS, 1) if full.startswith(name[:3])), 0)
+        h = int(m.group("h") or 0)
+        if (ap := (m.group("ap") or "").lower()) == "p" and h < 12:
+            h += 12
+        elif ap == "a" and h == 12:
+            h = 0
+        return _at(int(m.group("y1") or m.group("y2")), month,
+                   int(m.group("d1") or m.group("d2")), h, int(m.group("mi") or 0),
+                   float(m.group("s") or 0), _zone(m.group("zone"), default))
+    try:
+        t = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=default)
+
+
+def stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
+    """Each parseable statement of "now" in ``text``: its start and its time, in order."""
+    for m in TIME_RE.finditer(text):
+        raw = m.group("tag") or m.group("labelled") or m.group("prefix")
+        t = parse_stated(raw, default)
+        if t is not None:
+            yield m.start(), t
