@@ -322,11 +322,11 @@ class FakeModel:
             return None
         request = view.request
         index = current_index(request)
-        texts = [request.system, *(m.plain_text() for m in request.messages
-                                   if m.role == "system")]
+        texts: list[tuple[int | None, str]] = [(None, request.system)]
+        texts += [(n, m.plain_text()) for n, m in enumerate(request.messages) if m.role == "system"]
         if index is not None:
-            texts.append(request.messages[index].plain_text())
-        kind = next((k for t in texts if (k := asks_in(t)) is not None), None)
+            texts.append((index, request.messages[index].plain_text()))
+        kind, at = next(((k, n) for n, t in texts if (k := asks_in(t)) is not None), (None, None))
         if kind is None:
             return None
         lang = view.language(None)
@@ -335,9 +335,10 @@ class FakeModel:
             return ModelReply((TextBlock(title),), note("auxiliary", view, form="title",
                                                         reason="title"))
         if kind == "memory":
-            part = View(request if index is None else
-                        replace(request, messages=request.messages[:index]
-                                + request.messages[index + 1:]),
+            # What is read is all but the instruction (the system prompt holds no fact).
+            part = View(replace(request, system="") if at is None else
+                        replace(request, messages=request.messages[:at]
+                                + request.messages[at + 1:]),
                         self._lexicon, self._phrases, self._reader)
             blocks, notes = summarize(request, "memory", view, part, seed=self._seed,
                                       profile=self._extractor, as_text=True)

@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
 
-from harnesslab.messages import Request, TextBlock, ThinkingBlock
+from harnesslab.messages import Request, TextBlock
 from harnesslab.sim.facts import FACT_KEYS, Fact, item_name, result_fact, tag_fact
 from harnesslab.sim.intents import (
     CONFLICTS,
@@ -95,9 +95,9 @@ def without_message(request: Request, index: int | None) -> Request:
 
 
 def _answers(m: Any) -> bool:
-    """Whether a message is the model's answer to what came before (text, not only calls)."""
-    return m.role == "assistant" and any(isinstance(b, TextBlock | ThinkingBlock)
-                                         for b in m.content)
+    """Whether a message is the model's answer to what came before: an assistant message that
+    ends on text (one that ends on a tool call or result is a turn still under way)."""
+    return m.role == "assistant" and bool(m.content) and isinstance(m.content[-1], TextBlock)
 
 
 @dataclass(frozen=True)
@@ -217,10 +217,13 @@ class View:
         """The current turn: the last user message that has text (``current_index``) and the
         utterance it asks. When it asks none (a reminder or retrieved context sent as a user
         message of its own after the question), the latest user message since the model last
-        answered that does ask one."""
+        answered that does ask one. None when the model has answered it already (the request
+        ends on the model's answer: a summary, title or memory call over the conversation)."""
         index = current_index(self.request)
         if index is None:
             return None, None
+        if any(_answers(m) for m in self.request.messages[index + 1:]):
+            return index, None  # answered already: the call asks something else
         segs = self._layout.segs
         if segs[index].utterance is not None:
             return index, segs[index].utterance

@@ -1,0 +1,285 @@
+"""The fake model reads what a model would read (docs/understanding.md): decorations a real
+harness adds (around the user's words, to the statement of the time, to the summary
+instruction) leave its reading of every request the bundled suite sends unchanged; each form
+the contract names is read, and a copy without it is read as missing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnesslab.messages import HintBlock, Message, Request, TextBlock, ToolResultBlock, ToolSchema
+from harnesslab.record.format import Record
+from harnesslab.scenario.loader import load_scenario
+from harnesslab.sim.model import FakeModel, SummarizerProfile
+from harnesslab.sim.reading import View, current_index
+from harnesslab.sim.summarizer import summary_request
+
+# --- decorations ------------------------------------------------------------------------------
+
+# Around the user's words: none adds an id, a constraint phrase, a tag or a time.
+USER_DECORATIONS: dict[str, Callable[[str], str]] = {
+    "prefix": lambda q: "User: " + q,
+    "speaker": lambda q: "【客户】" + q,
+    "suffix": lambda q: q + "\n\n(sent from the mobile app)",
+    "wrapper": lambda q: f"<user_query>\n{q}\n</user_query>",
+    "template": lambda q: f"The customer wrote:\n\n{q}\n\nAnswer the customer's message above.",
+    "block-before": lambda q: "Relevant notes from earlier sessions:\n- none on file\n\n" + q,
+    "block-after": lambda q: q + "\n\n<system-reminder>Use the tools when you need live "
+                             "data.</system-reminder>",
+}
+_TAG = re.compile(r"<current-time>([^<\n]+)</current-time>")
+
+
+def _zh(t: datetime) -> str:
+    return f"{t.year}年{t.month}月{t.day}日 {t.hour:02d}:{t.minute:02d}"
+
+
+TIME_FORMS: dict[str, Callable[[datetime], str]] = {
+    "current-time": lambda t: f"Current time: {t.isoformat()}",
+    "the-current-date": lambda t: f"The current date and time is {t.isoformat(sep=' ')}.",
+    "zh-now": lambda t: f"现在是 {t.isoformat()}",
+    "zh-date": lambda t: f"当前时间：{_zh(t)}",
+    "rfc2822": lambda t: "Current time: " + t.strftime("%a, %d %b %Y %H:%M:%S %z"),
+    "no-zone": lambda t: f"Current time: {t.replace(tzinfo=None).isoformat()}",
+}
+
+
+def decorate_user(r: Request, index: int, how: Callable[[str], str]) -> Request:
+    m = r.messages[index]
+    blocks = list(m.content)
+    k = next(n for n, b in enumerate(blocks) if isinstance(b, TextBlock))
+    blocks[k] = TextBlock(how(m.plain_text()))
+    msgs = list(r.messages)
+    msgs[index] = replace(m, content=tuple(blocks))
+    return replace(r, messages=tuple(msgs))
+
+
+def restate_time(r: Request, form: Callable[[datetime], str]) -> Request:
+    """Every ``<current-time>`` tag rewritten in another form (the zone's own offset kept)."""
+    def sub(text: str) -> str:
+        return _TAG.sub(lambda m: form(datetime.fromisoformat(m.group(1))), text)
+
+    def block(b: Any) -> Any:
+        if isinstance(b, TextBlock):
+            return TextBlock(sub(b.text))
+        if isinstance(b, HintBlock) and isinstance(b.hint, str):
+            return replace(b, hint=sub(b.hint))
+        if isinstance(b, HintBlock):
+            return replace(b, hint=tuple(TextBlock(sub(p.text)) if isinstance(p, TextBlock)
+                                         else p for p in b.hint))
+        return b
+
+    return replace(r, system=sub(r.system), summary=sub(r.summary),
+                   messages=tuple(replace(m, content=tuple(block(b) for b in m.content))
+                                  for m in r.messages))
+
+
+# --- what is compared -------------------------------------------------------------------------
+
+def reading(ann: dict[str, Any]) -> dict[str, Any]:
+    """A reply's annotations without what depends on character offsets."""
+    out = {k: v for k, v in ann.items() if k not in ("cited", "stale")}
+    for k in ("cited", "stale"):
+        if isinstance(ann.get(k), dict):
+            out[k] = {kk: vv for kk, vv in ann[k].items() if kk != "position"}
+    return out
+
+
+def models(rec: Record) -> FakeModel:
+    sc = load_scenario(Path(rec.header["scenario_file"]))
+    return FakeModel(sc.intents(), seed=rec.header["seed"],
+                     summarizer=SummarizerProfile(**rec.header["summarizer"]),
+                     extractor=SummarizerProfile(**rec.header["extractor"]),
+                     max_ages={t: None if s is None else timedelta(seconds=s)
+                               for t, s in rec.header["max_ages"].items()},
+                     phrases={k: tuple(v) for k, v in rec.header["phrases"].items()},
+                     zone=sc.world.now.tzinfo)
+
+
+def suite_requests(out: Path) -> list[tuple[FakeModel, Request, dict[str, Any]]]:
+    found = []
+    for path in sorted(out.rglob("seed0.jsonl")):
+        rec = Record.load(path)
+        if rec.header.get("harness_name") != "reference":
+            continue
+        model = models(rec)
+        for e in rec.of_type("model_call"):
+            if "request" in e and e.get("annotations"):
+                found.append((model, rec.request(e["request"]), e["annotations"]))
+    return found
+
+
+def test_decorations_leave_the_reading_of_every_suite_request_unchanged(
+        suite: tuple[Path, list[Any]]) -> None:
+    requests = suite_requests(suite[0])
+    tried = {"user": 0, "time": 0, "summary": 0}
+    for n, (model, r, ann) in enumerate(requests):
+        base = reading(dict(model.reply(r).annotations))
+        assert base == reading(ann)  # the record's own reading, re-read
+        view = View(r, model._lexicon, model._phrases)
+        index, asked = view.current()
+        found = summary_request(view)
+        if asked is not None and found is None and index is not None:
+            name = list(USER_DECORATIONS)[n % len(USER_DECORATIONS)]
+            got = model.reply(decorate_user(r, index, USER_DECORATIONS[name]))
+            assert reading(dict(got.annotations)) == base, name
+            tried["user"] += 1
+        if _TAG.search(view.text):
+            name = list(TIME_FORMS)[n % len(TIME_FORMS)]
+            got = model.reply(restate_time(r, TIME_FORMS[name]))
+            assert reading(dict(got.annotations)) == base, name
+            tried["time"] += 1
+        if found is not None and found[0] == "freeform" and index is not None and \
+                not view.segment(index).mentions:
+            for ask in ("Please summarize the conversation so far.",
+                        "请总结一下以上对话，保留订单号。"):
+                got = model.reply(decorate_user(r, index, lambda _q, a=ask: a))
+                assert reading(dict(got.annotations)) == base, ask
+            # ... or in the instructions of a separate call that ends on the model's turn.
+            alone = replace(r, system=r.system + "\n\nCondense the conversation below into "
+                            "a summary.", messages=r.messages[:index] + r.messages[index + 1:])
+            if alone.messages and alone.messages[-1].role != "user":
+                assert reading(dict(model.reply(alone).annotations)) == base
+            tried["summary"] += 1
+    # Never vacuous: each kind of decoration was tried on many requests.
+    assert tried["user"] > 100 and tried["time"] > 100 and tried["summary"] >= 1, tried
+
+
+# --- each form, and its control ---------------------------------------------------------------
+
+LEXICON_FILE = Path(__file__).parents[2] / "harnesslab" / "scenarios" / "followup-after-filler-zh.yaml"
+ASK = "帮我查订单 O-1001 为什么还没到，回答简单一点。"
+WAIT = "那我明天还要等吗？"
+
+
+def model() -> FakeModel:
+    sc = load_scenario(LEXICON_FILE)
+    return FakeModel(sc.intents(), zone=sc.world.now.tzinfo,
+                     max_ages={"track_order": timedelta(hours=6)})
+
+
+TOOLS = (ToolSchema("track_order", '{"type": "function", "function": {"name": "track_order", '
+                   '"parameters": {"type": "object", "properties": {"order_id": '
+                   '{"type": "string"}}}}}'),)
+
+
+def track(call: str, as_of: str) -> list[Message]:
+    from harnesslab.messages import ToolCallBlock
+    return [Message("assistant", (ToolCallBlock(call, "track_order", '{"order_id": "O-1001"}'),)),
+            Message("tool", (ToolResultBlock(call, "track_order",
+                                             '{"tool": "track_order", "as_of": "' + as_of +
+                                             '", "order_id": "O-1001", "status": "in_transit", '
+                                             '"eta": "2026-11-30"}'),))]
+
+
+@pytest.mark.parametrize("stated", [
+    "Current time: 2026-11-29T10:00:00+08:00", "Current time: 2026-11-29T10:00:00",
+    "Today is 2026-11-29 10:00", "现在是2026年11月29日 10:00", "当前时间：2026-11-29 10:00:00",
+    "The current date and time is Sun, 29 Nov 2026 10:00:00 +0800.",
+    "Current datetime: 2026-11-29T02:00:00Z", "[2026-11-29 10:00] ",
+    "Today is Sunday, November 29, 2026 10:00 AM."])
+def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
+    old = track("c1", "2026-11-28T10:00:00+08:00")
+    r = Request(system="You are a customer-service assistant.", tools=TOOLS,
+                messages=(Message.text("user", ASK), *old, Message.text("assistant", "好的"),
+                          Message.text("user", stated + WAIT)))
+    got = model().reply(r)
+    assert datetime.fromisoformat(got.annotations["now"]) == \
+        datetime.fromisoformat("2026-11-29T10:00:00+08:00")
+    assert got.annotations["reason"] == "stale_fact"
+    # The control: without the statement, now is unknown and the old fact is served.
+    r = decorate_user(r, len(r.messages) - 1, lambda _q: WAIT)
+    got = model().reply(r)
+    assert got.annotations["now"] is None and got.annotations["reason"] == "fresh_fact"
+
+
+def test_a_time_in_a_tool_result_is_not_now() -> None:
+    r = Request(system="", messages=(Message.text("user", ASK),
+                                     *track("c1", "Current time: 2026-11-29T10:00:00+08:00")))
+    assert model().reply(r).annotations["now"] is None
+
+
+@pytest.mark.parametrize("ask", [
+    "Summarize the conversation above.", "Please condense this chat history.",
+    "Write a concise summary of the conversation so far.", "Recap the discussion for handoff.",
+    "请总结以上对话。", "概括一下之前的对话内容", "请把对话压缩成一段摘要"])
+def test_a_summary_asked_in_the_instructions_of_a_separate_call(ask: str) -> None:
+    msgs = (Message.text("user", ASK), *track("c1", "2026-11-29T09:00:00+08:00"),
+            Message.text("assistant", "订单 O-1001 在途，预计 2026-11-30 送达。"))
+    got = model().reply(Request(system=ask, messages=msgs))
+    assert got.annotations["kind"] == "summary"
+    (b,) = got.blocks
+    assert isinstance(b, TextBlock) and "O-1001" in b.text and "[constraint:brevity]" in b.text
+    # Asked in the last user message instead, in the same words: the same summary.
+    again = model().reply(Request(system="", messages=(*msgs, Message.text("user", ask))))
+    assert again.annotations["kind"] == "summary"
+    # The control: a system prompt that presents a summary asks for none.
+    plain = model().reply(Request(system="Summary of the conversation earlier: none.",
+                                  messages=msgs))
+    assert plain.annotations["kind"] != "summary"
+
+
+def test_a_summary_prompt_that_quotes_the_transcript_summarises_it() -> None:
+    transcript = f"<messages>\nHuman: {ASK}\nAI: 订单 O-1001 在途。\n</messages>"
+    r = Request(system="", messages=(Message.text(
+        "user", "Summarize the messages below.\n" + transcript),))
+    got = model().reply(r)
+    assert got.annotations["kind"] == "summary"
+    assert "O-1001" in got.blocks[0].text  # type: ignore[union-attr]
+    assert "[constraint:brevity]" in got.blocks[0].text  # type: ignore[union-attr]
+
+
+def test_a_presented_summary_in_any_role_is_read() -> None:
+    summary = model().reply(Request(system="Summarize the conversation.", messages=(
+        Message.text("user", ASK), *track("c1", "2026-11-29T09:00:00+08:00"),
+        Message.text("assistant", "在途")))).blocks[0].text  # type: ignore[union-attr]
+    for role, words in (("system", "Summary of the conversation earlier: "),
+                        ("user", "Here is a summary of the conversation to date:\n\n"),
+                        ("assistant", "以下是之前对话的总结：\n")):
+        r = Request(system="", messages=(Message.text(role, words + summary),  # type: ignore[arg-type]
+                                         Message.text("user", WAIT)))
+        got = model().reply(r).annotations
+        assert got["resolved"] == {"order": "O-1001"} and got["constraints"] == ["brevity"], role
+    # The control: without the summary the follow-up has no referent.
+    got = model().reply(Request(system="", messages=(Message.text("user", WAIT),))).annotations
+    assert got["reason"] == "unresolved_ref"
+
+
+def test_a_reminder_after_the_question_leaves_it_the_question() -> None:
+    r = Request(system="", messages=(Message.text("user", ASK), Message.text(
+        "user", "<system-reminder>Be helpful.</system-reminder>")))
+    assert model().reply(r).annotations["utterance"] == ASK
+    # ... but a question the model already answered is not asked again.
+    r = Request(system="", messages=(Message.text("user", ASK), Message.text("assistant", "ok"),
+                                     Message.text("user", "<system-reminder>x</system-reminder>")))
+    assert model().reply(r).annotations["reason"] == "utterance_not_found"
+
+
+def test_auxiliary_calls_are_answered_as_such() -> None:
+    msgs = (Message.text("user", ASK), Message.text("assistant", "在途"))
+    title = model().reply(Request(system="Generate a short title for this conversation.",
+                                  messages=msgs))
+    assert title.annotations["kind"] == "auxiliary" and title.annotations["form"] == "title"
+    memory = model().reply(Request(system="Extract memories about the user from the "
+                                   "conversation.", messages=msgs))
+    assert memory.annotations["kind"] == "summary" and memory.annotations["form"] == "memory"
+    assert "[constraint:brevity]" in memory.blocks[0].text  # type: ignore[union-attr]
+    other = model().reply(Request(system="Classify the conversation's sentiment.",
+                                  messages=msgs))
+    assert other.annotations["kind"] == "unreadable"
+    # The control: the same request with a question to answer answers it.
+    asked = model().reply(Request(system="Generate a short title for this conversation.",
+                                  messages=(*msgs, Message.text("user", WAIT))))
+    assert asked.annotations["kind"] in ("tool_call", "answer")
+
+
+def test_current_index_is_the_last_user_message() -> None:
+    r = Request(system="", messages=(Message.text("user", "a"), Message.text("assistant", "b")))
+    assert current_index(r) == 0
