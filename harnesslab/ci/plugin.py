@@ -85,6 +85,7 @@ class _State:
     changes: list[Change] = field(default_factory=list)
     new: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # the bench's fault: reported apart
     ran: int = 0
     saved: int = 0
 
@@ -234,6 +235,12 @@ class ScenarioItem(pytest.Item):
             # Located at the item (as a skip marker's is), not at this line.
             raise pytest.skip.Exception(f"harnesslab quarantine: {verdict.summary}",
                                         _use_item_location=True)
+        unread = sorted({u for r in results for u in r.checks_unreadable})
+        if unread and verdict.status != "failed" and not gating:
+            # The bench could not read what the harness sent: no verdict on the harness.
+            state.unreadable += [f"{self.nodeid}: {u}" for u in unread]
+            raise pytest.skip.Exception(f"harnesslab could not read this request: "
+                                        f"{'; '.join(unread)}", _use_item_location=True)
         parts = []
         if verdict.status == "failed":
             parts.append(failure_text(sc, v, results, verdict, state.cwd))
@@ -307,6 +314,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         tr.write_line(f"quarantined (flaky; reported, not failing): {len(state.quarantined)}")
         for q in state.quarantined:
             tr.write_line(f"  {q}", yellow=True)
+    if state.unreadable:
+        tr.write_line(f"unreadable (the bench could not read the request; not the harness's "
+                      f"failure, docs/understanding.md): {len(state.unreadable)}")
+        for u in state.unreadable:
+            tr.write_line(f"  {u}", yellow=True)
     if state.run.baseline_path is not None:
         reg = [c for c in state.changes if c.kind == "regression"]
         imp = [c for c in state.changes if c.kind == "improvement"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,16 +22,22 @@ class CheckOutcome:
     step: int
     passed: bool
     detail: str
+    # Why the bench could not judge it (its turn's request was not readable to the fake
+    # model, docs/understanding.md): then it is neither a pass nor a harness failure.
+    unreadable: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "check", "id": self.id, "kind": self.kind, "step": self.step,
-                "passed": self.passed, "detail": self.detail}
+                "passed": self.passed, "detail": self.detail,
+                **({"unreadable": self.unreadable} if self.unreadable else {})}
 
 
 @dataclass(frozen=True)
 class Verdict:
     ok: bool                 # every check passed or failed as expected
     unexpected: list[str]    # what went against the expectation, one line each
+    # The checks the bench could not judge, one line each ("s3.resolves: why"): shown apart.
+    unreadable: list[str] = field(default_factory=list)
 
 
 def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
@@ -77,6 +83,8 @@ def fresh_at(rec: Record, cited: dict[str, Any] | None, now: datetime) -> tuple[
 # request showed it, why it could not check): not applicable to a real model's answers.
 ANNOTATION_CHECKS = ("in_force", "resolves", "unable")
 NOT_APPLICABLE_WHY = "a real model answered: no annotations say what it resolved or saw"
+# A turn whose request the fake model could not read (the run record's turn says why).
+UNREADABLE_WHY = "the bench could not read this request"
 
 
 def real_model(rec: Record) -> bool:
@@ -234,7 +242,11 @@ def evaluate_split(rec: Record, sc: Scenario) -> tuple[list[CheckOutcome], list[
         resumes.setdefault(e["origin"], []).append(e)
     for i, step in enumerate(sc.steps, start=1):
         if isinstance(step, UserStep) and i in turns:
-            out += evaluate_turn(rec, i, step.expect, turns[i])
+            found = evaluate_turn(rec, i, step.expect, turns[i])
+            if why := turns[i].get("unreadable"):
+                # The bench, not the harness, could not read the turn: no verdict on it.
+                found = [replace(c, passed=False, unreadable=why) for c in found]
+            out += found
         elif FIDELITY in step_checks(step):
             out.append(_fidelity(i, resumes.get(i, [])))
     skip = ANNOTATION_CHECKS if real_model(rec) else ()
@@ -268,12 +280,16 @@ def verdict(checks: list[CheckOutcome], variant: Variant,
             not_applicable: Sequence[str] = ()) -> Verdict:
     """One run's verdict. A check expected to fail in a fraction of the seeds may go either way
     in one run; ``harnesslab.run.suite`` judges it across the seeds. An expected failure
-    naming only checks that do not apply is no expectation for this run."""
+    naming only checks that do not apply, or that the bench could not read, is no expectation
+    for this run; an unreadable check is listed apart, never as a harness failure."""
     unexpected: list[str] = []
+    unread = [c for c in checks if c.unreadable]
+    checks = [c for c in checks if not c.unreadable]
     covered: set[str] = {c.id for r in variant.fail_rates for c in matching(checks, r.check)}
     for want in variant.fail_always:
         hits = matching(checks, want)
-        if not hits and any(want in (n, n.split(".", 1)[1]) for n in not_applicable):
+        if not hits and (matching(unread, want) or any(want in (n, n.split(".", 1)[1])
+                                                       for n in not_applicable)):
             continue
         failing = [c for c in hits if not c.passed]
         covered.update(c.id for c in hits)
@@ -282,4 +298,4 @@ def verdict(checks: list[CheckOutcome], variant: Variant,
     for c in checks:
         if c.id not in covered and not c.passed:
             unexpected.append(f"{c.id} failed: {c.detail}")
-    return Verdict(not unexpected, unexpected)
+    return Verdict(not unexpected, unexpected, [f"{c.id}: {c.unreadable}" for c in unread])

@@ -129,6 +129,10 @@ def select_runs(df: pd.DataFrame, grid: Sequence[str]) -> tuple[list[dict[str, A
     there is one, the cell with the most compactions."""
     comp = tables.compared(df, grid)
     failing = comp[~comp["all_passed"].astype(bool)]
+    if "unreadable_checks" in failing.columns:
+        # A run whose only failures are the bench's own (unreadable requests) is no failure.
+        failing = failing[~((failing["failed_checks"].fillna("") == "")
+                            & (failing["unreadable_checks"].fillna("") != ""))]
     drill = []
     for (sc, var, st, fc), g in failing.groupby(["scenario", "variant", "strategy",
                                                  "failed_checks"], sort=True):
@@ -202,6 +206,7 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
                    "unmatched": sum(u["runs"] for u in tables.unmatched(df, grid))},
         "data": data, "svgs": svgs, "by_strategy": by_strategy, "controls": ctl,
         "pinned": tables.pinned_variants(df, grid), "errors": tables.errors(df),
+        "unreadable": tables.unreadable(df),
         "unmatched": tables.unmatched(df, grid),
         "drilldowns": [_run_view(d, s, True) for s in drill],
         "gallery": [_run_view(d, s, False) for s in gallery],

@@ -260,6 +260,18 @@ def controls(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def unreadable(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Runs with checks the bench could not read the request of, per (scenario, variant):
+    the fake model's limit, not the harness's failure (a table from before has none)."""
+    if "unreadable_checks" not in df.columns:
+        return []
+    hit = df[df["unreadable_checks"].fillna("").astype(str) != ""]
+    return [{"scenario": str(sc), "variant": str(var), "runs": len(g),
+             "checks": sorted({c for s in g["unreadable_checks"] for c in str(s).split(";") if c}),
+             "run_keys": sorted(g["run_key"])}
+            for (sc, var), g in hit.groupby(["scenario", "variant"], sort=True)]
+
+
 def pinned_variants(df: pd.DataFrame, grid: Sequence[str]) -> list[dict[str, Any]]:
     """Non-control variants that set a swept key themselves: shown, never ranked."""
     mask = [not bool(c) and _overrides_swept(o, grid)

@@ -13,9 +13,7 @@ from typing import Any
 from harnesslab.errors import NotApplicable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harnesses.registry import load_harness
-from harnesslab.judge.checks import (
-    answer_call,
-)
+from harnesslab.judge.checks import UNREADABLE_WHY, answer_call
 from harnesslab.messages import DataBlock, Message, Request
 from harnesslab.record.writer import RecordWriter
 from harnesslab.run.doors import harness_context
@@ -56,26 +54,38 @@ def _turn(harness: Harness, text: str, images: tuple[DataBlock, ...]) -> tuple[T
 
 
 def _model_failed(writer: RecordWriter, step: int, first: int, last: int,
-                  reply: str = "") -> tuple[bool, str]:
+                  reply: str = "", said: str = "") -> tuple[bool, str, str]:
     """A turn the harness completed still failed when the model's answering reply asked to
     clarify (it could not find the utterance or its referent) or said it could not check (the
-    fact it needed was an error): design 3.3, a failed turn, whatever text came back."""
+    fact it needed was an error): design 3.3, a failed turn, whatever text came back.
+
+    The third value is why the bench, not the harness, is at fault (else ""): the answering
+    request holds ``said`` (the turn's words) and the fake model still found no question in
+    it, or the call asked for something the fake model does not read (docs/understanding.md).
+    """
     replies = [e for e in writer.record.in_step(step, "model_call")
                if first <= e["call"] <= last and e["purpose"] == "reply"]
     answering = answer_call(replies, reply)
     if answering is None:
-        return False, ""
+        return False, "", ""
     ann = answering.get("annotations") or {}
+    if ann.get("kind") == "unreadable":
+        return True, f"{UNREADABLE_WHY} ({ann.get('reason')})", str(ann.get("reason"))
     if ann.get("kind") == "clarify":
-        return True, f"the model asked to clarify ({ann.get('reason')})"
+        if ann.get("reason") == "utterance_not_found" and said and \
+                said in writer.record.shows(answering["request"], (said,)):
+            why = "the request holds the turn's words but the fake model found no question " \
+                  "it reads in it"
+            return True, f"{UNREADABLE_WHY} ({why})", why
+        return True, f"the model asked to clarify ({ann.get('reason')})", ""
     if ann.get("kind") == "answer" and (ann.get("cited") or {}).get("error"):
-        return True, "the model could not check (its tool result was an error)"
+        return True, "the model could not check (its tool result was an error)", ""
     if ann.get("kind") == "answer" and ann.get("reason") == "tool_not_offered":
-        return True, "the model could not check (no tool for it was offered)"
+        return True, "the model could not check (no tool for it was offered)", ""
     if ann.get("kind") == "answer" and ann.get("unable"):
         # e.g. a result that lacks what the act needs: said so, no value stated
-        return True, f"the model could not check ({ann['unable']})"
-    return False, ""
+        return True, f"the model could not check ({ann['unable']})", ""
+    return False, "", ""
 
 
 def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
@@ -138,16 +148,19 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                            for k in range(step.images))
             first = endpoint.calls + 1
             res, tb, where = pool.serve(lambda h: _turn(h, step.user, images))  # noqa: B023
-            failed, reason = res.failed, res.reason
+            failed, reason, unreadable = res.failed, res.reason, ""
             if not failed:
-                failed, reason = _model_failed(writer, i, first, endpoint.calls, res.text)
+                failed, reason, unreadable = _model_failed(writer, i, first, endpoint.calls,
+                                                           res.text, step.user)
             event: dict[str, Any] = {
                 "type": "turn", "text": step.user, "reply": res.text, "failed": failed,
                 "reason": reason, "harness_failed": res.failed, "first_call": first,
                 "last_call": endpoint.calls, "now": world.clock.now().isoformat(),
                 # which session, user and instance: only where a scenario has several (records
                 # of the others stay as they were)
-                **(where if sessions else {})}
+                **(where if sessions else {}),
+                # only when it happened: records of readable turns stay as they were
+                **({"unreadable": unreadable} if unreadable else {})}
             if tb:
                 event["traceback"] = tb
             writer.emit(event)

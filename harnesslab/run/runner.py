@@ -24,6 +24,7 @@ from harnesslab.errors import InputError, NotApplicable
 from harnesslab.harnesses.registry import harness_label
 from harnesslab.judge.checks import (
     NOT_APPLICABLE_WHY,
+    UNREADABLE_WHY,
     CheckOutcome,
     Verdict,
     evaluate_split,
@@ -67,6 +68,11 @@ class RunResult:
     checks_not_applicable: list[str] = field(default_factory=list)
 
     @property
+    def checks_unreadable(self) -> list[str]:
+        """The checks the bench could not read the request of, as "id: why" (design 3.3)."""
+        return self.verdict.unreadable if self.verdict else []
+
+    @property
     def expected(self) -> bool:
         return self.error is None and self.verdict is not None and self.verdict.ok
 
@@ -82,6 +88,8 @@ class RunResult:
                 "settings": self.settings, "overridden": self.overridden, "control": self.control,
                 "role": self.role, "not_applicable": self.not_applicable,
                 "checks_not_applicable": self.checks_not_applicable,
+                **({"checks_unreadable": self.checks_unreadable} if self.checks_unreadable
+                   else {}),
                 "checks": [c.to_dict() for c in self.checks], "metrics": self.metrics}
 
 
@@ -177,6 +185,9 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
             writer.emit({"type": "not_applicable", "checks": result.checks_not_applicable,
                          "why": NOT_APPLICABLE_WHY})
         result.verdict = verdict(result.checks, variant, result.checks_not_applicable)
+        if result.verdict.unreadable:
+            writer.emit({"type": "unreadable", "checks": result.verdict.unreadable,
+                         "why": UNREADABLE_WHY})
         result.metrics = run_metrics(writer.record, result.checks)
         result.call_errors = [(e["estimate"] - e["true_input"]) / e["true_input"]
                               for e in writer.record.of_type("model_call")

@@ -21,7 +21,8 @@ def rate_unexpected(runs: Sequence[RunResult]) -> list[str]:
     out = []
     n = len(runs)
     for rate in runs[0].rates if runs else ():
-        failed = sum(1 for r in runs if any(not c.passed for c in matching(r.checks, rate.check)))
+        failed = sum(1 for r in runs if any(not c.passed and not c.unreadable
+                                            for c in matching(r.checks, rate.check)))
         if failed < rate.needed(n):
             out.append(f"expected {rate.check} to fail in at least {rate.at_least} of "
                        f"{rate.of} seeds ({rate.needed(n)} of {n}), it failed in {failed}")
@@ -54,6 +55,9 @@ def summarize(results: Sequence[RunResult]) -> dict[str, Any]:
             "metrics": aggregate([r.metrics for r in runs if r.metrics]),
             "errors": [r.error for r in runs if r.error],
             "checks_not_applicable": sorted({c for r in runs for c in r.checks_not_applicable}),
+            # only where it happened (rows of readable runs stay as they were)
+            **({"checks_unreadable": unread} if (unread := sorted(
+                {c for r in runs for c in r.checks_unreadable})) else {}),
         })
     by_locale: dict[str, list[float]] = {}
     for r in results:

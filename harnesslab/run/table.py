@@ -100,6 +100,9 @@ def format_results(results: Sequence[RunResult], summary: dict[str, Any] | None 
         if row.get("checks_not_applicable"):
             lines.append(f"  n/a {row['scenario']}/{row['variant']}: "
                          f"{', '.join(row['checks_not_applicable'])} ({NOT_APPLICABLE_WHY})")
+        for u in row.get("checks_unreadable", []):
+            # The bench's fault, not the harness's: apart from the failures above.
+            lines.append(f"  ? {row['scenario']}/{row['variant']}: unreadable {u}")
     notes = LEGEND
     if seeds > 1:
         notes += (f"; with {seeds} seeds: rates with 95% Wilson intervals, costs with bootstrap "
@@ -121,9 +124,15 @@ def headline(summary: dict[str, Any]) -> str:
     na = [r for r in rows if _outcome(r) == "n/a"]
     unexpected = [r for r in rows if not r["expected"]]
     controls = [r for r in rows if r["role"] == "control" and r["expected"] and r not in na]
-    others = len(rows) - len(controls) - len(unexpected) - len(na)
+    unread = [r for r in rows if r.get("checks_unreadable")]
+    # A variant with a check the bench could not read did not pass every check.
+    others = len(rows) - len(controls) - len(unexpected) - len(na) - len(
+        [r for r in unread if r["expected"] and r not in controls and r not in na])
     runs = summary["runs"]
     tail = f"; {len(na)} not applicable to this harness" if na else ""
+    if unread:
+        tail += (f"; {len(unread)} with checks the bench could not read (its fault, not the "
+                 "harness's: lines '?')")
     if unexpected:
         return (f"{len(unexpected)} of {len(rows)} variants NOT as expected ({runs} runs); "
                 f"{others} passed, {len(controls)} controls failed as designed{tail}")

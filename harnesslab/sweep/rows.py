@@ -72,7 +72,8 @@ def flat_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
 
 def make_row(task: SweepTask, result: RunResult, tokenizer: str | None, window: int | None,
              extra: Mapping[str, Any]) -> dict[str, Any]:
-    failed = [c.id for c in result.checks if not c.passed]
+    failed = [c.id for c in result.checks if not c.passed and not c.unreadable]
+    unread = [c.id for c in result.checks if c.unreadable]
     row: dict[str, Any] = {
         "run_key": task.run_key, "scenario": task.scenario_id, "variant": task.variant,
         "seed": task.seed, "control": result.control, "role": result.role,
@@ -88,8 +89,11 @@ def make_row(task: SweepTask, result: RunResult, tokenizer: str | None, window: 
     row["tokenizer"], row["window"] = tokenizer, window
     row.update({
         "expected": result.expected, "all_passed": result.all_passed,
-        "checks": len(result.checks), "checks_passed": len(result.checks) - len(failed),
+        "checks": len(result.checks),
+        "checks_passed": len(result.checks) - len(failed) - len(unread),
         "failed_checks": ";".join(failed),
+        # The bench's fault, not the harness's (docs/understanding.md): shown apart.
+        "unreadable_checks": ";".join(unread),
         "unexpected": ";".join(result.verdict.unexpected) if result.verdict else "",
         "error": result.error,
         "record": str(Path(result.record).relative_to(task.out_dir)) if result.record else None,
