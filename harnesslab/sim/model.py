@@ -318,7 +318,7 @@ class FakeModel:
         (answered with a short fixed title), a memory extraction in words (answered with the
         preferences, claims and facts it sees, one tag a line), or a task the fake model
         cannot do (classification): then it says it could not read the request."""
-        if view.current()[1] is not None:
+        if view.open_question()[1] is not None:
             return None
         request = view.request
         index = current_index(request)

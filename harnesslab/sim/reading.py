@@ -96,8 +96,10 @@ def without_message(request: Request, index: int | None) -> Request:
 
 def _answers(m: Any) -> bool:
     """Whether a message is the model's answer to what came before: an assistant message that
-    ends on text (one that ends on a tool call or result is a turn still under way)."""
-    return m.role == "assistant" and bool(m.content) and isinstance(m.content[-1], TextBlock)
+    ends on text (one that ends on a tool call or result is a turn still under way), other than
+    a harness's own note in it (a runtime-state hint the wire wrote as text)."""
+    return m.role == "assistant" and bool(m.content) and isinstance(m.content[-1], TextBlock) \
+        and not m.content[-1].text.lstrip().startswith("<system-")
 
 
 @dataclass(frozen=True)
@@ -217,13 +219,10 @@ class View:
         """The current turn: the last user message that has text (``current_index``) and the
         utterance it asks. When it asks none (a reminder or retrieved context sent as a user
         message of its own after the question), the latest user message since the model last
-        answered that does ask one. None when the model has answered it already (the request
-        ends on the model's answer: a summary, title or memory call over the conversation)."""
+        answered that does ask one."""
         index = current_index(self.request)
         if index is None:
             return None, None
-        if any(_answers(m) for m in self.request.messages[index + 1:]):
-            return index, None  # answered already: the call asks something else
         segs = self._layout.segs
         if segs[index].utterance is not None:
             return index, segs[index].utterance
@@ -234,6 +233,14 @@ class View:
             if m.role == "user" and segs[i].utterance is not None:
                 return i, segs[i].utterance
         return index, None
+
+    def open_question(self) -> tuple[int | None, tuple[str, Intent] | None]:
+        """``current``, unless the request ends on the model's own answer: then the call asks
+        something else of the conversation (a summary, a title, a memory extraction)."""
+        index, asked = self.current()
+        if self.request.messages and _answers(self.request.messages[-1]):
+            return index, None
+        return index, asked
 
     @cached_property
     def tags(self) -> list[tuple[int, str, str]]:

@@ -147,6 +147,28 @@ def utterances_in(text: str, lexicon: Mapping[str, Intent],
     return tuple((m.start(), m.group(0), lexicon[m.group(0)]) for m in pattern.finditer(text))
 
 
+# A tool result quoted as text (a summary prompt that renders the transcript, a memory block):
+# the bench's tools write their results as JSON objects that open with "tool".
+_QUOTED_RESULT_RE = re.compile(r'\{\s*"tool"\s*:\s*"')
+_DECODER = json.JSONDecoder()
+
+
+def _quoted_results(text: str, at: int, index: int) -> list[Result]:
+    """The tool results ``text`` quotes whole (a cut one is not read), each at its offset
+    ``at`` + its start, read as the result block it was."""
+    out: list[Result] = []
+    for m in _QUOTED_RESULT_RE.finditer(text):
+        try:
+            data, end = _DECODER.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("tool"), str):
+            quoted = text[m.start():end]
+            block = ToolResultBlock("", data["tool"], quoted)
+            out.append(Result(at + m.start(), index, block, *result_reading(block)))
+    return out
+
+
 def read_message(m: Message, lexicon: Mapping[str, Intent],
                  phrases: Mapping[Constraint, re.Pattern[str]],
                  zone: tzinfo = UTC, pattern: re.Pattern[str] | None = None) -> Segment:
@@ -161,6 +183,8 @@ def read_message(m: Message, lexicon: Mapping[str, Intent],
             results.append(Result(pos, j, b, text, fields))
         elif isinstance(b, ToolCallBlock):
             calls.append((b.id, _call_args(b)))
+        elif isinstance(b, TextBlock) and '"tool"' in b.text:
+            results += _quoted_results(b.text, pos, j)
         for t in ps:
             texts.append(t)
             pos += len(t) + 1

@@ -162,11 +162,13 @@ def summary_request(view: View) -> tuple[SummaryForm, Request] | None:
     (``pin``), MEMORY_FIELDS a memory extraction, anything else a summary. Freeform and
     handoff: the last user message carries a summary marker or, in the harness's own words
     (outside any utterance it quotes), asks for a summary; or the system prompt or a later
-    system message asks for one and no user message asks a question (a separate call whose
-    instructions say "Summarize this conversation" over the old messages).
+    system message asks for one and no user message is plainly a question (a separate call
+    whose instructions say "Summarize this conversation" over the old messages, or over a
+    transcript quoted in one user message).
 
     What is summarised is the request without its instruction: without the instruction
-    message, unless that message quotes the conversation itself (it holds utterances).
+    message, unless that message quotes the conversation itself (it holds utterances, tool
+    results or tags).
     """
     request = view.request
     i = current_index(request)
@@ -177,7 +179,10 @@ def summary_request(view: View) -> tuple[SummaryForm, Request] | None:
         return form, without_message(request, i)
     if i is not None:
         text = request.messages[i].plain_text()
-        quoted = bool(view.segment(i).mentions)
+        seg = view.segment(i)
+        # A prompt that quotes the conversation (an utterance, a tool result, a tag of an
+        # earlier summary) is itself what is summarised; one that only names an id is not.
+        quoted = bool(seg.mentions or seg.tags or seg.results)
         content = request if quoted else without_message(request, i)
         if FREEFORM_SUMMARY_MARKER in text:
             return "freeform", content
@@ -187,7 +192,11 @@ def summary_request(view: View) -> tuple[SummaryForm, Request] | None:
         if own.strip() and (asks_in(own) == "summary" or (
                 not quoted and text not in view.lexicon and _ASKS_SUMMARY_RE.search(text))):
             return "freeform", content
-    if view.current()[1] is None:
+    at, asked = view.open_question()
+    # A system instruction to summarise is followed unless a user message plainly asks a
+    # question (then it is an agent's prompt that mentions summaries): a transcript quoted in
+    # one user message is no question to answer.
+    if asked is None or (at is not None and request.messages[at].plain_text() != asked[0]):
         heads = [(None, request.system)] + [(n, m.plain_text()) for n, m in
                                             enumerate(request.messages) if m.role == "system"]
         for n, text in heads:
