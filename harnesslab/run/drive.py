@@ -10,7 +10,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from harnesslab.errors import NotApplicable
+from harnesslab.errors import NotApplicable, TokenizerUnavailable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harnesses.registry import load_harness
 from harnesslab.judge.checks import UNREADABLE_WHY, answer_call
@@ -42,8 +42,10 @@ TINY_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwA
 def _turn(harness: Harness, text: str, images: tuple[DataBlock, ...]) -> tuple[TurnResult, str]:
     try:
         res = harness.turn(text, images)
-    except HarnessGone:
-        raise  # nothing more can be asked of it: the run fails with the reason
+    except (HarnessGone, TokenizerUnavailable):
+        # Nothing more can be asked of it, or the bench cannot count (a vocabulary loads at
+        # its first count): the run fails with the reason, never blamed on the harness.
+        raise
     except Exception as e:
         # A harness that crashes fails the turn, with what it raised; the run goes on.
         return TurnResult("", True, f"harness raised {type(e).__name__}: {e}"), \

