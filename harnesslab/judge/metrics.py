@@ -79,7 +79,11 @@ def _key(d: dict[str, Any]) -> str:
     return str(d.get("order_id") or d.get("user_id") or d.get("topic") or "")
 
 
-def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
+def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
+                compaction_true: Sequence[int] | None = None) -> dict[str, Any]:
+    """The metrics of one run, from its record. ``compaction_true``: the true counts of the
+    applied compactions' requests, if the run counted them as they happened (the same numbers
+    a recount of the rebuilt requests gives; tested), else they are recounted here."""
     h = rec.header
     lexicon: dict[str, dict[str, Any]] = h["lexicon"]
     expects: dict[str, dict[str, Any]] = h["expects"]
@@ -195,9 +199,11 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome]) -> dict[str, Any]:
     lateness: list[float] = []
     compactions = [c for c in rec.of_type("compaction") if c.get("applied")]
     if compactions:
-        svc = SimulatedService(profile)
         trig = h["harness"]["trigger_ratio"] * profile.window
-        lateness = [svc.count_input(rec.request(c["request"])) / trig for c in compactions]
+        if compaction_true is None or len(compaction_true) != len(compactions):
+            svc = SimulatedService(profile)
+            compaction_true = [svc.count_input(rec.request(c["request"])) for c in compactions]
+        lateness = [n / trig for n in compaction_true]
 
     estimated = [e for e in calls if e["true_input"] and e["estimate"] is not None]
     errors = [(e["estimate"] - e["true_input"]) / e["true_input"] for e in estimated]

@@ -105,6 +105,13 @@ class Declared:
                        for t in ts) and not any("\n" in c for c in (*self.constraints, *self.claims))
 
 
+def private_strings(header: Mapping[str, Any]) -> frozenset[str]:
+    """Every user's private values in a record's header (what a leak is made of); none with
+    a line feed (``Record.shows`` reads those in the whole text)."""
+    return frozenset(v for vals in (header.get("private") or {}).values() for v in vals
+                     if v and "\n" not in v)
+
+
 def content_kind(text: str) -> str:
     """The request's content kind for estimate-error breakdowns: zh, en or mixed by its script
     (harnesslab.tokens.kinds.script_kind), or json when it is mostly JSON punctuation."""
@@ -124,6 +131,10 @@ class Record:
     _refs: list[dict[str, Any]] = field(default_factory=list)  # every request, in order
     _expanded: dict[int, list[str]] = field(default_factory=dict)
     _indexed: int = 0  # how many events _by_step covers (the writer keeps appending)
+    # Filled by a writer as it stores each message (its text in hand): the header's private
+    # values each message shows, for the messages that show any. ``None``: not known, read
+    # the messages (a record loaded from a file).
+    _private_in: dict[str, frozenset[str]] | None = None
 
     def of_type(self, *kinds: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] in kinds]
@@ -156,6 +167,14 @@ class Record:
         if any("\n" in v for v in values):
             text = self.request_text(ref)
             return frozenset(v for v in values if v in text)
+        known = self._private_in
+        if known is not None and set(values) <= private_strings(self.header):
+            # What the writer noted: no message is read back, nothing is kept per message.
+            wanted = frozenset(values)
+            hits = {v for h in self.message_hashes(ref) if h in known for v in known[h] & wanted}
+            hits.update(v for v in values
+                        if v in self.blobs[ref["system"]] or v in self.blobs[ref["summary"]])
+            return frozenset(hits)
         seen = self._shows.setdefault(values, {})
         out: set[str] = set()
         for h in (ref["system"], ref["summary"], *self.message_hashes(ref)):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +29,7 @@ from harnesslab.record.format import (
     _h,
     content_kind,
     message_text,
+    private_strings,
     serialized_text,
 )
 from harnesslab.tokens import common_prefix
@@ -152,6 +153,8 @@ class RecordWriter:
             self._write(self.record.header)
         self._str: dict[str, str] = {}             # system / summary / tools text -> hash
         self._heads: dict[str, _Sums] = {}         # system / summary text -> measures
+        self._json_of: dict[str, str] = {}         # system / summary text -> its JSON
+        self._last_tools: tuple[tuple[ToolSchema, ...], str, str] | None = None
         # The last request's messages: their parts, the running sums after each, and the
         # sha256 state after each one's JSON (index 0: before the first).
         self._seq: tuple[Message, ...] = ()
@@ -159,6 +162,18 @@ class RecordWriter:
         self._cum: list[_Sums] = [_Sums()]
         self._sha: list[Any] = [hashlib.sha256(b'{"messages":[')]
         self._fresh: list[str] = []  # message blobs written since the last request
+        # Leak checks ask which private values each request shows: noted per message here,
+        # where its text is at hand, instead of reading every message back at the end.
+        self._private = sorted(private_strings(self.record.header))
+        self.record._private_in = {}
+        # The true count of each applied compaction's request, counted while its messages
+        # are the service's own (``count_compactions``): trigger lateness without a recount.
+        self._true_count: Callable[[Request], int] | None = None
+        self.compaction_true: list[int] = []
+
+    def count_compactions(self, true_count: Callable[[Request], int]) -> None:
+        """Count every applied compaction's request with ``true_count`` as it is recorded."""
+        self._true_count = true_count
 
     def close(self) -> None:
         """Close the file; the record in memory stays readable (its messages are read back
@@ -185,26 +200,37 @@ class RecordWriter:
             self._offset += len(data)
 
     def _blob(self, kind: str, h: str, data: Any) -> None:
-        if kind == "message":
-            # Its hash is that of its canonical JSON: the reader computes it (module docstring).
-            if self._blobs is not None:
-                self._blobs.note(h, self._offset)
-            else:
-                self.record.blobs[h] = data
-            self._write({"type": "message", "data": data})
-            self._fresh.append(h)
+        self.record.blobs[h] = data
+        self._write({"type": "blob", "kind": kind, "hash": h, "data": data})
+
+    def _message_blob(self, h: str, data: Any, js: str) -> None:
+        # Its hash is that of its canonical JSON: the reader computes it (module docstring).
+        if self._blobs is not None:
+            self._blobs.note(h, self._offset)
         else:
             self.record.blobs[h] = data
-            self._write({"type": "blob", "kind": kind, "hash": h, "data": data})
+        if self._file is not None:
+            # _dumps({"type": "message", "data": data}) without encoding ``data`` again:
+            # sorted keys put "data" first.
+            line = ('{"data":' + js + ',"type":"message"}\n').encode("utf-8")
+            self._file.write(line)
+            self._offset += len(line)
+        self._fresh.append(h)
 
     def _message(self, m: Message) -> _Part:
         d = message_to_dict(m)
         js = _dumps(d)
         h = "m" + _h(js)
         if h not in self.record.blobs:
-            self._blob("message", h, d)
+            self._message_blob(h, d, js)
         images = sum(1 for _ in message_images(m))
-        return _Part(h, js, _measure(message_text(m), self.declared, images))
+        text = message_text(m)
+        if self._private:
+            shown = frozenset(v for v in self._private if v in text)
+            if shown:
+                assert self.record._private_in is not None
+                self.record._private_in[h] = shown
+        return _Part(h, js, _measure(text, self.declared, images))
 
     def _text(self, kind: str, s: str) -> str:
         h = self._str.get(s)
@@ -222,7 +248,12 @@ class RecordWriter:
             sums = self._heads[s] = _measure(s, self.declared)
         return sums
 
-    def _tools(self, tools: tuple[ToolSchema, ...]) -> str:
+    def _tools(self, tools: tuple[ToolSchema, ...]) -> tuple[str, str]:
+        """The blob hash of a request's tool schemas, and their part of the request's JSON.
+        A harness sends the same schemas call after call: the last ones are kept."""
+        last = self._last_tools
+        if last is not None and (last[0] is tools or last[0] == tools):
+            return last[1], last[2]
         joined = "\x00".join(t.json for t in tools)
         h = self._str.get(joined)
         if h is None:
@@ -231,7 +262,18 @@ class RecordWriter:
                 # The exact schema texts: key order is part of what the model and the
                 # tokenizer see, and the record's own JSON would sort it.
                 self._blob("tools", h, [[t.name, t.json] for t in tools])
-        return h
+        js = _dumps([t.to_dict() for t in tools])
+        self._last_tools = (tools, h, js)
+        return h, js
+
+    def _json(self, s: str) -> str:
+        """The JSON of a system prompt or summary, kept while it is sent."""
+        js = self._json_of.get(s)
+        if js is None:
+            if len(self._json_of) > 64:  # summaries change with every compaction
+                self._json_of.clear()
+            js = self._json_of[s] = _dumps(s)
+        return js
 
     def _extend(self, messages: tuple[Message, ...]) -> int:
         """Make the kept parts, sums and hash states those of ``messages``; how many leading
@@ -253,21 +295,23 @@ class RecordWriter:
         """The stored form of a request, and the measures of its serialised text."""
         keep = self._extend(r.messages)
         n = len(self.record._refs) + 1
-        tools = [t.to_dict() for t in r.tools]
+        # Blobs in the order records have always had them (a tools blob of no schemas and an
+        # empty summary share their text, so the first to be stored names both).
+        system_hash, summary_hash = self._text("system", r.system), self._text("summary", r.summary)
+        tools_hash, tools_json = self._tools(r.tools)
         # The canonical JSON of harnesslab.messages.dumps: the messages' part is hashed
         # already, the rest follows.
         sha = self._sha[-1].copy()
         sha.update(('],"meta":' + _dumps([list(kv) for kv in r.meta]) + ',"output_budget":'
                     + _dumps(r.output_budget) + ',"session_id":' + _dumps(r.session_id)
-                    + ',"summary":' + _dumps(r.summary) + ',"system":' + _dumps(r.system)
-                    + ',"tools":' + _dumps(tools) + "}").encode("utf-8"))
+                    + ',"summary":' + self._json(r.summary) + ',"system":' + self._json(r.system)
+                    + ',"tools":' + tools_json + "}").encode("utf-8"))
         # The messages as a delta against the previous request's (record module docstring).
         messages: dict[str, Any] = {"messages": [p.hash for p in self._parts]} \
             if keep == 0 or n % FULL_EVERY == 1 else \
             {"keep": keep, "add": [p.hash for p in self._parts[keep:]]}
-        ref = {"n": n, "system": self._text("system", r.system),
-               "summary": self._text("summary", r.summary), **messages,
-               "tools": self._tools(r.tools), "output_budget": r.output_budget,
+        ref = {"n": n, "system": system_hash, "summary": summary_hash, **messages,
+               "tools": tools_hash, "output_budget": r.output_budget,
                "session_id": r.session_id, "meta": [list(kv) for kv in r.meta],
                "sha256": sha.hexdigest()}
         self.record.add_ref(ref)
@@ -278,6 +322,9 @@ class RecordWriter:
         e.setdefault("step", self.step)
         req = e.get("request")
         fresh = 0
+        if isinstance(req, Request) and e["type"] == "compaction" and e.get("applied") \
+                and self._true_count is not None:
+            self.compaction_true.append(self._true_count(req))
         if isinstance(req, Request):
             ref, sums = self.request_ref(req)
             e["request"] = ref

@@ -107,6 +107,7 @@ def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter,
 
         model = OpenAICompatibleModel(s.model, s.service.name)
     endpoint = Endpoint(service, model, writer)
+    writer.count_compactions(service.count_aside)
     ctx = harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
                           session_id=sc.session.id, user_id=sc.session.user, workdir=workdir,
                           cache=cache)
@@ -189,7 +190,9 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             fillers += drawn  # exchange ids never repeat, taken or passed over
             msgs: tuple[Message, ...] = tuple(m for p in pairs for m in p)
             est_units = sum(rule.message_units(m) for m in msgs)
-            true = SimulatedService(s.service, cache).count_input(Request(system="", messages=msgs))
+            # The run's own service: each filler message is encoded once, here, and its count
+            # is still known when the harness sends it.
+            true = endpoint.service.count_aside(Request(system="", messages=msgs))
             writer.emit({"type": "filler", "exchanges": len(pairs), "target": target,
                          "estimate": rule.finalize(est_units), "true_tokens": true})
         if on_step is not None:

@@ -188,7 +188,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
         if result.verdict.unreadable:
             writer.emit({"type": "unreadable", "checks": result.verdict.unreadable,
                          "why": UNREADABLE_WHY})
-        result.metrics = run_metrics(writer.record, result.checks)
+        result.metrics = run_metrics(writer.record, result.checks, writer.compaction_true)
         result.call_errors = [(e["estimate"] - e["true_input"]) / e["true_input"]
                               for e in writer.record.of_type("model_call")
                               if e["true_input"] and e["estimate"] is not None]

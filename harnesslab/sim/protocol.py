@@ -24,34 +24,90 @@ one on purpose, and the model then simply answers.
 
 from __future__ import annotations
 
-from harnesslab.messages import Request, ToolCallBlock, ToolResultBlock
+from dataclasses import dataclass, field
+
+from harnesslab.messages import Message, Request, ToolCallBlock, ToolResultBlock
+from harnesslab.tokens import common_prefix
+
+
+@dataclass
+class _State:
+    """The scan's state after a prefix of the messages, which passed."""
+
+    calls: dict[str, tuple[int, str]] = field(default_factory=dict)  # id -> (message, tool)
+    pending: dict[str, tuple[int, str]] = field(default_factory=dict)
+    last_user: int = -1
+
+    def copy(self) -> _State:
+        return _State(dict(self.calls), dict(self.pending), self.last_user)
+
+
+def _scan(state: _State, i: int, m: Message) -> str | None:
+    """Advance ``state`` over message ``i``; the problem it shows, if any."""
+    calls, pending = state.calls, state.pending
+    for b in m.content:
+        if isinstance(b, ToolCallBlock):
+            calls[b.id] = pending[b.id] = (i, b.name)
+        elif isinstance(b, ToolResultBlock):
+            if b.id not in calls:
+                return (f"message {i}: tool result {b.id} ({b.name}) has no call with its "
+                        "id earlier in the request")
+            pending.pop(b.id, None)
+        elif m.role == "user":
+            if pending:
+                cid, (j, name) = next(iter(pending.items()))
+                return (f"message {i}: a user message arrives while call {cid} ({name}) "
+                        f"of message {j} has no result")
+            state.last_user = i
+    return None
+
+
+def _in_flight(state: _State, request: Request) -> str | None:
+    offered = {t.name for t in request.tools}
+    for cid, (j, name) in state.calls.items():
+        if j > state.last_user and name not in offered:
+            return (f"message {j}: call {cid} in flight to {name}, a tool this request does "
+                    f"not offer (offered: {', '.join(sorted(offered)) or 'none'})")
+    return None
 
 
 def protocol_problem(request: Request) -> str | None:
     """The first protocol violation in ``request``, in one line, or None when it is valid."""
-    if not request.messages and not request.summary:
-        return "the request has no message and no summary: nothing to answer"
-    calls: dict[str, tuple[int, str]] = {}   # call id -> (message index, tool name)
-    pending: dict[str, tuple[int, str]] = {}
-    last_user = -1
-    for i, m in enumerate(request.messages):
-        for b in m.content:
-            if isinstance(b, ToolCallBlock):
-                calls[b.id] = pending[b.id] = (i, b.name)
-            elif isinstance(b, ToolResultBlock):
-                if b.id not in calls:
-                    return (f"message {i}: tool result {b.id} ({b.name}) has no call with its "
-                            "id earlier in the request")
-                pending.pop(b.id, None)
-            elif m.role == "user":
-                if pending:
-                    cid, (j, name) = next(iter(pending.items()))
-                    return (f"message {i}: a user message arrives while call {cid} ({name}) "
-                            f"of message {j} has no result")
-                last_user = i
-    offered = {t.name for t in request.tools}
-    for cid, (j, name) in calls.items():
-        if j > last_user and name not in offered:
-            return (f"message {j}: call {cid} in flight to {name}, a tool this request does "
-                    f"not offer (offered: {', '.join(sorted(offered)) or 'none'})")
-    return None
+    return ProtocolChecker().problem(request)
+
+
+class ProtocolChecker:
+    """``protocol_problem`` for a run's requests, each scanning only what is new: the state
+    after the last request's messages, and before its last one (a reply message that grew by
+    a tool round), is kept; a request sharing that prefix (compared by identity first, as
+    the token counter does) resumes from it. Anything else is scanned from the start."""
+
+    def __init__(self) -> None:
+        self._seq: tuple[Message, ...] = ()
+        self._end = _State()
+        self._before_last = _State()
+
+    def problem(self, request: Request) -> str | None:
+        msgs = request.messages
+        if not msgs and not request.summary:
+            return "the request has no message and no summary: nothing to answer"
+        n = len(self._seq)
+        k = common_prefix(self._seq, msgs) if n else 0
+        if k == n and n:
+            state, start = self._end.copy(), n
+        elif k >= n - 1 and n:
+            state, start = self._before_last.copy(), n - 1
+        else:
+            state, start = _State(), 0
+        self._seq = ()  # kept again only if every message passes
+        last = len(msgs) - 1
+        for i in range(start, len(msgs)):
+            if i == last:
+                before = state.copy()
+            found = _scan(state, i, msgs[i])
+            if found is not None:
+                return found
+        if msgs:
+            self._seq, self._end = msgs, state
+            self._before_last = before if start <= last else self._before_last
+        return _in_flight(state, request)

@@ -45,7 +45,7 @@ from harnesslab.messages import (
     ToolSchema,
     tools_json,
 )
-from harnesslab.sim.protocol import protocol_problem
+from harnesslab.sim.protocol import ProtocolChecker
 from harnesslab.tokens import TOKENIZER_NAMES, CountingTokenizer, RequestCounter, TokenCache
 
 
@@ -190,10 +190,15 @@ class SimulatedService:
         self.cache = cache or TokenCache()
         self.tokenizer = self.cache.tokenizer(self.profile.tokenizer)
         self._counter = RequestCounter(ServiceRule(self.profile, self.tokenizer))
+        self._protocol = ProtocolChecker()
 
     def count_input(self, request: Request) -> int:
         """The billed input tokens of a request (the true count)."""
         return self._counter.count(request)
+
+    def count_aside(self, request: Request) -> int:
+        """The true count of a request that is not a call (``RequestCounter.count_aside``)."""
+        return self._counter.count_aside(request)
 
     def count_output(self, text: str) -> int:
         return self.tokenizer.count(text)
@@ -207,7 +212,7 @@ class SimulatedService:
         protocol (``harnesslab.sim.protocol``) or ContextOverflowError naming the limit
         crossed."""
         p = self.profile
-        problem = protocol_problem(request)
+        problem = self._protocol.problem(request)
         if problem is not None:
             raise ProtocolError(p.name, problem)
         planned = self.planned_output(request)

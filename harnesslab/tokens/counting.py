@@ -301,6 +301,15 @@ class RequestCounter:
     def count(self, request: Request) -> int:
         return self.count_parts(request.system, request.summary, request.messages, request.tools)
 
+    def count_aside(self, request: Request) -> int:
+        """``count`` of a request outside the run's sequence (a filler's messages, counted
+        before the harness sends them): it uses and fills the per-message cache but leaves
+        the last request's prefix sums, so the next call in sequence still costs only its
+        new messages."""
+        units = self.head_units(request.system, request.summary, request.tools)
+        units += sum(self.message_units(m) for m in request.messages)
+        return self.rule.finalize(units)
+
 
 def count_request(rule: CountRule, request: Request) -> int:
     """A full, non-incremental count (the reference the incremental counter must equal)."""

@@ -86,3 +86,40 @@ def test_declared_ids_are_found_anchored_as_the_model_reads_them() -> None:
     d = Declared(ids=["O-7731", "U-1"])
     assert d.present("采购单 PO-7731 已入库，U-12 处理")["ids"] == []
     assert d.present("订单O-7731 由 U-1 处理")["ids"] == ["O-7731", "U-1"]
+
+
+def test_checks_and_metrics_recomputed_from_every_record_equal_the_run_s(suite: Suite) -> None:
+    """The run judges with what it noted while it went (which messages show private values,
+    the true count of each compaction's request); a record read back from its file, with
+    none of that, gives the same checks and metrics."""
+    from harnesslab.judge.checks import evaluate_split
+    from harnesslab.judge.metrics import run_metrics
+    from harnesslab.scenario.loader import load_scenario
+
+    _, results = suite
+    judged = lateness = leaks = 0
+    for r in results:
+        if r.record is None or r.error is not None:
+            continue
+        rec = Record.load(r.record)
+        sc = load_scenario(Path(rec.header["scenario_file"]))
+        checks, _ = evaluate_split(rec, sc)
+        assert [c.to_dict() for c in checks] == [c.to_dict() for c in r.checks], r.record
+        assert run_metrics(rec, checks) == r.metrics, r.record
+        assert rec.of_type("result")[0]["metrics"] == r.metrics
+        judged += 1
+        lateness += r.metrics["trigger_lateness"] is not None
+        leaks += r.metrics["identity_leak_rate"]["num"] > 0
+    # Both shortcuts were taken, and could have differed.
+    assert judged > 100 and lateness > 20 and leaks > 3, (judged, lateness, leaks)
+
+
+def test_a_wrong_live_count_would_change_the_metric(suite: Suite) -> None:
+    """The control: trigger lateness does use the counts the run passes in."""
+    from harnesslab.judge.metrics import run_metrics
+
+    _, results = suite
+    r = next(r for r in results if r.record and r.metrics.get("trigger_lateness"))
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    n = r.metrics["compactions"]
+    assert run_metrics(rec, r.checks, [1] * n)["trigger_lateness"] != r.metrics["trigger_lateness"]

@@ -110,3 +110,45 @@ def test_the_reference_harness_fails_the_turn_and_goes_on() -> None:
     assert [e["type"] for e in r.sink.events if e["type"] != "hint"] == ["protocol_error"]
     r.harness.context = r.harness.context.truncated(1)  # repaired: the run goes on
     assert not r.turn(WHERE).failed
+
+
+_POOL = [Q, Message.text("user", "and O-1002?"), Message("assistant", (CALL,)),
+         Message("tool", (RESULT,)), Message("assistant", (HintBlock("t"), CALL, RESULT)),
+         Message("user", (RESULT, TextBlock("now?"))), Message.text("assistant", "ok"),
+         Message("assistant", (ToolCallBlock("c2", "cancel_order", "{}"),))]
+
+
+def test_the_incremental_checker_finds_what_a_fresh_scan_finds() -> None:
+    """A run's checker resumes from the last request's prefix (extended, its last message
+    grown, cut, or edited anywhere): the same verdict as a fresh scan, every time."""
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from harnesslab.sim.protocol import ProtocolChecker
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from(["append", "append", "grow", "cut", "edit",
+                                               "same"]),
+                              st.integers(0, 40), st.integers(0, len(_POOL) - 1)),
+                    max_size=25), st.booleans())
+    def check(script: list[tuple[str, int, int]], offer: bool) -> None:
+        checker = ProtocolChecker()
+        msgs: tuple[Message, ...] = ()
+        tools = (TRACK,) if offer else ()
+        for op, pos, k in script:
+            m = _POOL[k]
+            if op == "append" or not msgs:
+                msgs = (*msgs, m)
+            elif op == "grow":
+                last = msgs[-1]
+                msgs = (*msgs[:-1], Message(last.role, last.content + m.content))
+            elif op == "cut":
+                msgs = msgs[:pos % len(msgs)]
+            elif op == "edit":
+                i = pos % len(msgs)
+                msgs = (*msgs[:i], m, *msgs[i + 1:])
+            r = Request(system="s", messages=msgs, tools=tools)
+            assert checker.problem(r) == protocol_problem(r), msgs
+
+    check()
