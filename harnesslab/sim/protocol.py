@@ -85,7 +85,7 @@ class ProtocolChecker:
     def __init__(self) -> None:
         self._seq: tuple[Message, ...] = ()
         self._end = _State()
-        self._before_last = _State()
+        self._before_last: _State | None = None  # None: not known (the sequence got shorter)
 
     def problem(self, request: Request) -> str | None:
         msgs = request.messages
@@ -93,21 +93,23 @@ class ProtocolChecker:
             return "the request has no message and no summary: nothing to answer"
         n = len(self._seq)
         k = common_prefix(self._seq, msgs) if n else 0
+        before_last = self._before_last
         if k == n and n:
             state, start = self._end.copy(), n
-        elif k >= n - 1 and n:
-            state, start = self._before_last.copy(), n - 1
+        elif k == n - 1 and n and before_last is not None:
+            state, start = before_last.copy(), n - 1
         else:
             state, start = _State(), 0
         self._seq = ()  # kept again only if every message passes
         last = len(msgs) - 1
+        if start > last:  # nothing new (a retry, or the last message dropped)
+            before_last = before_last if start == n == len(msgs) else None
         for i in range(start, len(msgs)):
             if i == last:
-                before = state.copy()
+                before_last = state.copy()
             found = _scan(state, i, msgs[i])
             if found is not None:
                 return found
         if msgs:
-            self._seq, self._end = msgs, state
-            self._before_last = before if start <= last else self._before_last
+            self._seq, self._end, self._before_last = msgs, state, before_last
         return _in_flight(state, request)

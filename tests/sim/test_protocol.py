@@ -127,7 +127,7 @@ def test_the_incremental_checker_finds_what_a_fresh_scan_finds() -> None:
 
     from harnesslab.sim.protocol import ProtocolChecker
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=300, deadline=None)
     @given(st.lists(st.tuples(st.sampled_from(["append", "append", "grow", "cut", "edit",
                                                "same"]),
                               st.integers(0, 40), st.integers(0, len(_POOL) - 1)),
@@ -152,3 +152,15 @@ def test_the_incremental_checker_finds_what_a_fresh_scan_finds() -> None:
             assert checker.problem(r) == protocol_problem(r), msgs
 
     check()
+
+
+def test_the_checker_after_the_sequence_got_shorter() -> None:
+    """Found by the property above: cut twice, then a call in flight to a tool not offered."""
+    from harnesslab.sim.protocol import ProtocolChecker
+
+    checker = ProtocolChecker()
+    call = Message("assistant", (CALL,))
+    for msgs in [(Q,), (), (Q, Q, Q, Q), (Q, Q, Q, Q, call), (Q, Q, Q), (Q, Q), (Q, Q, call),
+                 (Q, call), (Q,), (Q, call, Message("tool", (RESULT,)))]:
+        r = Request(system="s", messages=msgs, tools=())
+        assert checker.problem(r) == protocol_problem(r), msgs
