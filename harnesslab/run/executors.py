@@ -7,8 +7,9 @@
 - ``dask``: ``dask.distributed`` (the ``dask`` extra): a ``Client`` connected to
   ``--scheduler tcp://HOST:PORT``, or to a ``LocalCluster`` of one single-threaded worker
   process per core when no address is given. Dask schedules the tasks; results come back to
-  this process, which alone writes the rows. Workers of a remote cluster must see the scenario
-  files and the out folder at the same paths (a shared filesystem).
+  this process, which alone writes the rows. Workers need no disk shared with this process:
+  a sweep's dask tasks carry the scenario file's bytes, and each run's files (record, work
+  folder) come back with its row, written here (``harnesslab.sweep.rows.run_task``).
 
 Each yields results as runs finish, in any order; the sweep sorts its table by run key.
 """

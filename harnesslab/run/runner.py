@@ -106,8 +106,8 @@ def _declared(sc: Scenario) -> Declared:
 
 
 def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: Settings,
-            world: World) -> dict[str, Any]:
-    sha = hashlib.sha256(source.read_bytes()).hexdigest() if source else None
+            world: World, source_sha256: str | None = None) -> dict[str, Any]:
+    sha = source_sha256 or (hashlib.sha256(source.read_bytes()).hexdigest() if source else None)
     ages = {t: (a.total_seconds() if (a := world.max_age(t)) is not None else None)
             for t in world.spec.offered()}
     return {
@@ -132,10 +132,11 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
 
 
 def open_record(sc: Scenario, variant: Variant, seed: int, source: Path | None, s: Settings,
-                world: World, path: Path | None, **extra: Any) -> RecordWriter:
+                world: World, path: Path | None, source_sha256: str | None = None,
+                **extra: Any) -> RecordWriter:
     """A record writer with the run's header (plus ``extra`` header keys) and declared facts."""
-    return RecordWriter({**_header(sc, source, variant, seed, s, world), **extra},
-                        _declared(sc), path)
+    return RecordWriter({**_header(sc, source, variant, seed, s, world, source_sha256),
+                         **extra}, _declared(sc), path)
 
 
 def record_path(out_dir: Path, scenario: str, variant: str, seed: int) -> Path:
@@ -155,15 +156,17 @@ def key_settings(s: Settings) -> dict[str, Any]:
 
 def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,
                 out_dir: Path | None = None, cli_set: Mapping[str, Any] | None = None,
-                on_step: Callable[[int], None] | None = None) -> RunResult:
+                on_step: Callable[[int], None] | None = None,
+                source_sha256: str | None = None) -> RunResult:
     """Run one variant with one seed. Bad settings raise InputError before anything runs.
 
     ``cli_set`` (the command line, or a sweep cell) goes beneath the variant's own settings.
-    ``on_step`` is called after each step with its number (progress, benchmarks)."""
+    ``on_step`` is called after each step with its number (progress, benchmarks).
+    ``source_sha256``: the source file's sha256 as planned, for a worker without the file."""
     settings = resolve_settings(sc, variant, cli_set)
     world = World(sc.world.with_tools(settings.tools))
     path = record_path(out_dir, sc.id, variant.name, seed) if out_dir else None
-    writer = open_record(sc, variant, seed, source, settings, world, path)
+    writer = open_record(sc, variant, seed, source, settings, world, path, source_sha256)
     result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale,
                        settings=key_settings(settings), overridden=overridden(variant, cli_set),
                        control=bool(variant.expect_fail), role=variant.kind,

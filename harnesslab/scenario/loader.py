@@ -140,13 +140,15 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
     return errs
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Load and validate one scenario file; raises InputError (file:line: field: problem)."""
+def load_scenario(path: str | Path, raw: bytes | None = None) -> Scenario:
+    """Load and validate one scenario file (or ``raw``, its bytes, named by ``path``: a worker
+    with no copy of the file); raises InputError (file:line: field: problem)."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+    if raw is None:
+        try:
+            raw = p.read_bytes()
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -236,10 +238,12 @@ def bundled_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=64)
-def planned_scenario(path: str, sha256: str) -> Scenario:
-    """A scenario file as planned (its sha256), loaded once per process."""
+def planned_scenario(path: str, sha256: str, raw: bytes | None = None) -> Scenario:
+    """A scenario file as planned (its sha256), loaded once per process; from ``raw`` (the
+    planned bytes, shipped with the task) when the worker has no copy of the file."""
     import hashlib
 
-    if hashlib.sha256(Path(path).read_bytes()).hexdigest() != sha256:
+    data = Path(path).read_bytes() if raw is None else raw
+    if hashlib.sha256(data).hexdigest() != sha256:
         raise InputError("the scenario file changed since the sweep was planned", file=path)
-    return load_scenario(path)
+    return load_scenario(path, data)

@@ -18,6 +18,7 @@ dropped and its run done again). The table (``sweep.parquet`` with pyarrow, else
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -31,7 +32,7 @@ from harnesslab.record.table import MANIFEST, write_table
 from harnesslab.scenario.loader import load_scenario
 from harnesslab.scenario.schema import Scenario, Variant
 from harnesslab.scenario.settings import resolve_settings
-from harnesslab.sweep.rows import RowsFile, SweepTask, run_task
+from harnesslab.sweep.rows import RowsFile, SweepTask, run_task, write_shipped
 from harnesslab.sweep.spec import SweepSpec
 
 
@@ -158,9 +159,17 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
 
         bar = tqdm(total=len(tasks), initial=len(tasks) - len(pending), unit="run",
                    desc="sweep", dynamic_ncols=True)
+    if executor == "dask":
+        # Dask workers may share no disk with this process (their own machines, or private
+        # folders): the scenario's bytes go with each task, the run's files come back with
+        # its row, and only this process writes the out folder.
+        raw = {p: Path(p).read_bytes() for p in {t.scenario_path for t in pending}}
+        pending = [dataclasses.replace(t, scenario_bytes=raw[t.scenario_path], ship=True)
+                   for t in pending]
     try:
         with make_executor(executor, jobs=jobs, scheduler=scheduler) as ex:
             for result in ex.map_unordered(run_task, pending):
+                write_shipped(out, result)
                 rows.append(result)
                 if on_row is not None:
                     on_row(result["row"])

@@ -49,6 +49,10 @@ class SweepTask:
     keys: tuple[str, ...]      # the swept keys, in grid order (the table's set.* columns)
     out_dir: str
     cost: float = 0.0          # a rough size, to start the longest runs first
+    # For workers that share no disk with the coordinator: the scenario file's bytes come
+    # with the task, and the run's files go back with its row (``run_task``).
+    scenario_bytes: bytes | None = None
+    ship: bool = False
 
 
 def flat_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,7 +119,47 @@ def _error_row(task: SweepTask, error: str) -> dict[str, Any]:
 
 
 def run_task(task: SweepTask) -> dict[str, Any]:
-    """Run one sweep task; any failure is a row with its reason, never an exception."""
+    """Run one sweep task; any failure is a row with its reason, never an exception.
+
+    A ``ship`` task runs in a private temporary folder of the worker's own disk; its files
+    (the record, the harness's work folder) come back as ``"files"``: path relative to the
+    out folder -> bytes, for the coordinator to write (``write_shipped``)."""
+    if not task.ship:
+        return _run_task(task)
+    import dataclasses
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="harnesslab-worker-"))
+    try:
+        result = _run_task(dataclasses.replace(task, out_dir=str(base)))
+        run_dir = base / "records" / task.run_key
+        result["files"] = {p.relative_to(base).as_posix(): p.read_bytes()
+                           for p in sorted(run_dir.rglob("*")) if p.is_file()}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return result
+
+
+def write_shipped(out: Path, result: Mapping[str, Any]) -> None:
+    """Write the files a ``ship`` task brought back under ``out`` (before its row, so that a
+    row always has its record). A path that would leave ``out`` is refused."""
+    files: Mapping[str, bytes] = result.get("files") or {}
+    root = out.resolve()
+    for rel in files:
+        target = (root / rel).resolve()
+        if not target.is_relative_to(root / "records"):
+            raise InputError(f"a worker sent a file outside the records folder: {rel!r}",
+                             field="--executor")
+    run_dirs = {Path(rel).parts[1] for rel in files}
+    for key in run_dirs:  # a killed earlier attempt left files: start clean
+        shutil.rmtree(root / "records" / key, ignore_errors=True)
+    for rel, data in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _run_task(task: SweepTask) -> dict[str, Any]:
     from harnesslab.record.facts import record_survival
     from harnesslab.record.format import Record
     from harnesslab.run.runner import run_variant
@@ -123,13 +167,14 @@ def run_task(task: SweepTask) -> dict[str, Any]:
 
     t0 = time.perf_counter()  # timing only: kept out of the table and the record
     try:
-        sc = planned_scenario(task.scenario_path, task.scenario_sha256)
+        sc = planned_scenario(task.scenario_path, task.scenario_sha256, task.scenario_bytes)
         variant = next(v for v in sc.variants if v.name == task.variant)
         run_dir = Path(task.out_dir) / "records" / task.run_key
         # A run killed half-way left files (offloaded context is appended to): start clean.
         shutil.rmtree(run_dir, ignore_errors=True)
         result = run_variant(sc, variant, seed=task.seed, source=Path(task.scenario_path),
-                             out_dir=run_dir, cli_set=task.settings)
+                             out_dir=run_dir, cli_set=task.settings,
+                             source_sha256=task.scenario_sha256)
         s = resolve_settings(sc, variant, task.settings)
         extra: dict[str, Any] = {}
         if result.record and result.error is None:

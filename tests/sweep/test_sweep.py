@@ -284,3 +284,70 @@ def test_dask_executor_without_the_extra_names_the_install_line(
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "pip install 'harnesslab[dask]'" in err
+
+
+def test_a_shipped_task_needs_no_disk_shared_with_the_coordinator(tmp_path: Path) -> None:
+    """A worker with neither the scenario file nor the out folder: the scenario comes as
+    bytes, the record goes back with the row, the same bytes a local run writes."""
+    import dataclasses
+
+    from harnesslab.sweep.rows import run_task, write_shipped
+
+    task = plan(small(), tmp_path / "local")[0]
+    local = run_task(task)
+    assert "files" not in local and local["row"]["error"] is None
+    away = dataclasses.replace(task, scenario_path="/nonexistent/coordinator/it.yaml",
+                               out_dir="/nonexistent/out", ship=True,
+                               scenario_bytes=Path(task.scenario_path).read_bytes())
+    shipped = run_task(away)
+    assert shipped["row"]["error"] is None, shipped["row"]["error"]
+    assert not Path("/nonexistent").exists()
+    assert shipped["row"] == local["row"]
+    record = local["row"]["record"]
+    assert record in shipped["files"]
+    header = json.loads(shipped["files"][record].split(b"\n", 1)[0])
+    assert header["scenario_file"] == away.scenario_path  # as planned, read from no disk
+    mine = (tmp_path / "local" / record).read_bytes()
+    theirs = shipped["files"][record].replace(away.scenario_path.encode(),
+                                              task.scenario_path.encode())
+    assert theirs == mine
+    write_shipped(tmp_path / "coordinator", shipped)
+    assert (tmp_path / "coordinator" / record).read_bytes() == shipped["files"][record]
+    with pytest.raises(InputError, match="outside the records folder"):
+        write_shipped(tmp_path / "coordinator", {"files": {"../evil.txt": b"x"}})
+
+
+@pytest.mark.slow
+def test_dask_workers_with_private_disks_give_the_local_table_and_records(tmp_path: Path) -> None:
+    """A LocalCluster whose workers each work in a private temporary folder, reached by its
+    scheduler address as a remote cluster is: records and rows land in the coordinator's out
+    folder, the same table and the same record bytes as local processes."""
+    pytest.importorskip("dask.distributed", reason="the dask extra: pip install "
+                        "'harnesslab[dask]'")
+    from dask.distributed import Client, LocalCluster
+
+    spec = small(strategy=["structured", "truncate"])
+    run_sweep(spec, tmp_path / "procs", executor="processes", jobs=2)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        def private(dask_worker) -> str:  # type: ignore[no-untyped-def]
+            import tempfile
+
+            folder = tempfile.mkdtemp(prefix=f"disk-{dask_worker.name}-", dir=str(tmp_path))
+            tempfile.tempdir = folder  # the worker's own disk
+            return folder
+
+        disks = client.run(private)
+        assert len(set(disks.values())) == 2
+        out = run_sweep(spec, tmp_path / "dask", executor="dask",
+                        scheduler=cluster.scheduler_address)
+    assert out.done == out.runs
+    pd.testing.assert_frame_equal(load_table(tmp_path / "procs"), load_table(tmp_path / "dask"))
+    records = sorted(p.relative_to(tmp_path / "procs") for p in
+                     (tmp_path / "procs" / "records").rglob("*.jsonl"))
+    assert records and records == sorted(p.relative_to(tmp_path / "dask") for p in
+                                         (tmp_path / "dask" / "records").rglob("*.jsonl"))
+    for rel in records:
+        assert (tmp_path / "procs" / rel).read_bytes() == (tmp_path / "dask" / rel).read_bytes()
+    for folder in disks.values():  # each worker cleaned its own disk after shipping
+        assert not any(Path(folder).iterdir())
