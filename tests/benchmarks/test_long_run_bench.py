@@ -7,6 +7,11 @@ flat, memory that follows the live context and not the run's length, a compact r
   with compaction, so each window's least sample, taken just after a compaction, is compared:
   turns 4901-5000 against 901-1000, per 1,000 turns, at most 10 MB.
 - Record: bytes on disk per 1,000 turns, at most 6 MB.
+- Peak RSS of the whole run (checks and metrics included) in a fresh process, no tracer.
+
+Issue 23's targets (item 3): at most 1 MB per 1,000 turns and a peak RSS of at most 120 MB.
+Until they are met the test asserts the limits above, then ends as an expected failure with
+its figures.
 
     pytest -m benchmark tests/benchmarks/test_long_run_bench.py -s
 """
@@ -14,9 +19,15 @@ flat, memory that follows the live context and not the run's length, a compact r
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
+import textwrap
 import time
 import tracemalloc
 from pathlib import Path
+
+import pytest
 
 from harnesslab.record.format import Record
 from harnesslab.run.runner import run_variant
@@ -29,6 +40,26 @@ TURNS = 5000
 EARLY, LATE = (101, 200), (TURNS - 99, TURNS)
 MEM_EARLY = (901, 1000)  # after the first thousand turns: every cache has filled once
 COST_LIMIT, MB_PER_1000, RECORD_MB_PER_1000 = 1.3, 10.0, 6.0
+TARGET_MB_PER_1000, TARGET_PEAK_MB = 1.0, 120.0  # issue 23, item 3
+
+_PEAK = textwrap.dedent("""
+    import json, resource, sys, tempfile
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    from tests.benchmarks.test_run_bench import long_scenario
+    from harnesslab.run.runner import run_variant
+    sc = long_scenario(int(sys.argv[2]))
+    r = run_variant(sc, sc.variants[0], out_dir=Path(tempfile.mkdtemp()))
+    assert r.error is None, r.error
+    print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+""")
+
+
+def _peak_rss_mb() -> float:
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(root), str(TURNS)],
+                         capture_output=True, text=True, check=True, timeout=1800)
+    return float(json.loads(out.stdout)["peak_mb"])
 
 
 def _run(tmp_path: Path, sample: bool) -> tuple[dict[int, float], Path]:
@@ -72,7 +103,7 @@ def test_five_thousand_turns_flat_cost_bounded_memory_compact_record(benchmark, 
             tracemalloc.stop()
         low = min(mem[t] for t in range(*MEM_EARLY))
         high = min(mem[t] for t in range(*LATE))
-        found.update(low_mb=low / 1e6, high_mb=high / 1e6)
+        found.update(low_mb=low / 1e6, high_mb=high / 1e6, peak_mb=_peak_rss_mb())
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     ratio = found["late"] / found["early"]
@@ -86,9 +117,16 @@ def test_five_thousand_turns_flat_cost_bounded_memory_compact_record(benchmark, 
            f"{found['low_mb']:.1f} MB at turns {MEM_EARLY[0]}-{MEM_EARLY[1]}, "
            f"{found['high_mb']:.1f} MB at {LATE[0]}-{LATE[1]}: {growth:.2f} MB per 1,000 turns "
            f"(limit {MB_PER_1000}); record {found['record_mb']:.1f} MB, {record:.2f} MB per "
-           f"1,000 turns (limit {RECORD_MB_PER_1000})",
-           ratio=ratio, mb_per_1000_turns=growth, record_mb_per_1000_turns=record)
+           f"1,000 turns (limit {RECORD_MB_PER_1000}); peak RSS of the whole run "
+           f"{found['peak_mb']:.0f} MB (issue 23 targets: {TARGET_MB_PER_1000} MB per 1,000 "
+           f"turns, {TARGET_PEAK_MB:.0f} MB peak)",
+           ratio=ratio, mb_per_1000_turns=growth, record_mb_per_1000_turns=record,
+           peak_rss_mb=found["peak_mb"])
     assert found["compactions"] >= 50
     assert ratio <= COST_LIMIT
     assert growth <= MB_PER_1000
     assert record <= RECORD_MB_PER_1000
+    if growth > TARGET_MB_PER_1000 or found["peak_mb"] > TARGET_PEAK_MB:
+        pytest.xfail(f"issue 23 item 3 not met yet: {growth:.2f} MB per 1,000 turns, peak RSS "
+                     f"{found['peak_mb']:.0f} MB (targets {TARGET_MB_PER_1000}, "
+                     f"{TARGET_PEAK_MB:.0f})")
