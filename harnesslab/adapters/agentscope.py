@@ -46,7 +46,7 @@ from harnesslab.adapters.agentscope_bridge import (
     from_part,
     install_sources,
 )
-from harnesslab.adapters.agentscope_settings import NotApplicable, not_applicable
+from harnesslab.adapters.agentscope_settings import HONOURS, NotApplicable, not_applicable
 from harnesslab.errors import ServiceRejected
 from harnesslab.harness.agentscope_profile import AgentScopeOffloader
 from harnesslab.harness.base import HarnessContext, TurnResult
@@ -103,6 +103,7 @@ class AgentScopeHarness:
     """AgentScope 2.0.x serving one verified session (module docstring)."""
 
     name = "agentscope"
+    honours = HONOURS  # the settings it maps (agentscope_settings); their values checked below
 
     def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
         reasons = not_applicable(config)

@@ -20,14 +20,23 @@ session clock whose UTC offset is not whole hours.
 
 from __future__ import annotations
 
-from harnesslab.errors import HarnessLabError
+from harnesslab.errors import NotApplicable
 from harnesslab.harness.config import HarnessConfig
+
+__all__ = ["HONOURS", "STRATEGIES", "NotApplicable", "not_applicable"]
 
 STRATEGIES = ("structured", "offload")
 
-
-class NotApplicable(HarnessLabError):
-    """A setting or scenario has no AgentScope equivalent (the message says which and why)."""
+# The declaration (``harnesslab.harness.honours``): every mapped setting above. The ignored ones
+# (prompts, codex.*, window_messages) are left out, so a variant defined by them alone is not
+# applicable rather than a run of AgentScope's defaults under another name. The bench's own
+# settings (harness, turn_timeout, persist, resume) need no declaring.
+HONOURS: frozenset[str] = frozenset({
+    "strategy", "context_size", "trigger_ratio", "reserve_ratio", "context_buffer_ratio",
+    "fallback_to_truncation", "tool_result_limit", "max_image_num", "time_interval_hours",
+    "time_hint", "context_length_hint", "summary_template", "offload", "max_iters", "tools",
+    "output_budget", "system_prompt", "identity", "clock_offset_hours", "estimator",
+    "retry_on_overflow", "memory.*"})
 
 
 def not_applicable(cfg: HarnessConfig) -> list[str]:

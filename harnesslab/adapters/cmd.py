@@ -24,8 +24,14 @@ per bench process on a loopback port, one API key per instance). Its environment
 
 Protocol lines (one JSON object per line each way, on the channel, or stdin/stdout):
 
-- first ``{"type": "hello", "protocol": 2, "session", "user", "workdir", "now", "instance"}``
-  -> any JSON object (``{"type": "hello"}``);
+- first ``{"type": "hello", "protocol": 2, "session", "user", "workdir", "now", "instance",
+  "settings"}`` -> any JSON object (``{"type": "hello"}``). ``settings`` are the run's harness
+  settings as ``HarnessConfig`` dumps them (the variant's ``strategy`` and the rest; not the
+  bench's ``harness``, ``turn_timeout``, ``persist``); ``"honours": ["strategy", "codex.*"]``
+  in the answer declares those the program acts on (``harnesslab.harness.honours``). A variant
+  defined by a setting the program does not declare is not applicable to it (one that declares
+  nothing gets every variant defined by a harness setting as not applicable). ``identity``
+  needs no declaring under ``tool_identity: server``: the bench's tool backend applies it;
 - ``{"type": "user", "text": ..., "images": [{"media_type", "data", "name"}], "now": ISO}``
   -> ``{"type": "reply", "text": ..., "failed": false, "reason": ""}`` (``failed``/``reason``
   optional: a harness that knows it could not answer says so);
@@ -78,11 +84,14 @@ from harnesslab.adapters.serve_app import (
     build_app,
 )
 from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, TurnResult
+from harnesslab.harness.honours import check_declaration
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.messages import DataBlock, Message, Request, Response, dumps
 
 PREFIX = "cmd:"
 PROTOCOL = 2
+# Settings of the bench's, not the program's: not sent in the hello line.
+NOT_SENT = ("harness", "turn_timeout", "persist")
 _server: tuple[Server, Sessions] | None = None
 _server_lock = threading.Lock()
 
@@ -208,11 +217,22 @@ class CmdHarness(HarnessBase):
                                            self._token)
         self._now = context.clock.now()
         self._steps = 0
+        settings = config.model_dump(mode="json")
+        for key in NOT_SENT:
+            settings.pop(key, None)
         self.hello = self._ask({"type": "hello", "protocol": PROTOCOL,
                                 "session": context.session.id, "user": context.session.user,
                                 "workdir": str(workdir) if workdir else None,
-                                "now": self._now.isoformat(), "instance": self.instance},
+                                "now": self._now.isoformat(), "instance": self.instance,
+                                "settings": settings},
                                what="the first line (hello)")
+        try:
+            declared = check_declaration(self.hello.get("honours", ()), self.label)
+        except ValueError as e:
+            raise self._fail(f"answered the first line (hello) with {e}") from None
+        # What the adapter applies itself: under tool_identity server, its tool backend binds
+        # the acting user as ``identity`` says.
+        self.honours = declared | (frozenset({"identity"}) if not caller else frozenset())
 
     @staticmethod
     def _folders(run: Path | None, config: HarnessConfig) -> tuple[Path | None, Path | None, int]:

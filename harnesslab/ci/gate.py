@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from harnesslab.harness.honours import describe
 from harnesslab.judge.checks import CheckOutcome, matching
 from harnesslab.run.runner import RunResult
 from harnesslab.scenario.schema import Scenario, UserStep, Variant
@@ -159,13 +160,22 @@ def failure_text(sc: Scenario, variant: Variant, results: Sequence[RunResult],
     if not missed:
         return f"{sc.id} / {variant.name}: {verdict.summary}"
     first = missed[0]
+    declared = declared_line(first)
     if len(results) == 1:
-        lines = [f"{sc.id} / {variant.name} (seed {first.seed}):"]
+        lines = [f"{sc.id} / {variant.name} (seed {first.seed}):", *declared]
     else:
-        lines = [f"{sc.id} / {variant.name}: {verdict.summary}",
+        lines = [f"{sc.id} / {variant.name}: {verdict.summary}", *declared,
                  f"seed {first.seed}" + (f" (first of {len(missed)} missed seeds):"
                                          if len(missed) > 1 else ":")]
     return "\n".join([*lines, *("  " + ln for ln in explain(sc, variant, first, cwd))])
+
+
+def declared_line(result: RunResult) -> list[str]:
+    """The harness and the settings it declared it honours (none when no harness was built)."""
+    if result.honours is None:
+        return []
+    return [f"harness {result.settings.get('harness', '?')} honours "
+            f"{describe(frozenset(result.honours))}"]
 
 
 def seed_label(seeds: Sequence[int]) -> str:

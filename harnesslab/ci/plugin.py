@@ -32,8 +32,16 @@ import pytest
 
 from harnesslab.ci.baseline import BaselineItem, Change, compare_item, item_of, save_baseline
 from harnesslab.ci.config import CIOptions, CIRun, resolve_ci
-from harnesslab.ci.gate import display_path, explain, failure_text, judge, seed_label
+from harnesslab.ci.gate import (
+    declared_line,
+    display_path,
+    explain,
+    failure_text,
+    judge,
+    seed_label,
+)
 from harnesslab.errors import InputError
+from harnesslab.harnesses.registry import harness_label
 from harnesslab.run.runner import RunResult, harness_spec, run_variant
 from harnesslab.run.suite import rate_unexpected
 from harnesslab.scenario.loader import load_scenario
@@ -86,6 +94,7 @@ class _State:
     new: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # the bench's fault: reported apart
+    not_applicable: list[str] = field(default_factory=list)
     ran: int = 0
     saved: int = 0
 
@@ -222,6 +231,16 @@ class ScenarioItem(pytest.Item):
         results = [run_variant(sc, v, seed=s, source=self.path, out_dir=state.run.out,
                                cli_set=state.run.cli_set) for s in state.run.seeds]
         state.ran += 1
+        na = [r for r in results if r.not_applicable]
+        if na and len(na) == len(results):
+            # Neither a pass nor a failure: the variant asks for what this harness has not.
+            why = (na[0].error or "").removeprefix("NotApplicable: ")
+            state.not_applicable.append(f"{self.nodeid}: {why}")
+            label = na[0].settings.get("harness", "this harness")
+            raise pytest.skip.Exception(f"not applicable to {label}: {why}",
+                                        _use_item_location=True)
+        # Seeds that did not apply (a summary some seeds never asked for) are left out.
+        results = [r for r in results if not r.not_applicable] or results
         verdict = judge(results, bool(v.fail_always), state.run.gate)
         self.user_properties += [("harnesslab_pass_rate", f"{verdict.pass_rate:.2f}"),
                                  ("harnesslab_seeds", seed_label(state.run.seeds))]
@@ -257,8 +276,10 @@ class ScenarioItem(pytest.Item):
         # with this note added by pytest_runtest_makereport.
         where = display_path(results[0].record, state.cwd) if results[0].record else "-"
         seeds = ("seeds " if len(state.run.seeds) > 1 else "seed ") + seed_label(state.run.seeds)
-        self.xpass_note = (f"{sc.id} / {v.name}: every check passed ({seeds}), so this control "
-                           f"no longer shows the failure it is meant to show\nrecord: {where}")
+        self.xpass_note = "\n".join([
+            f"{sc.id} / {v.name}: every check passed ({seeds}), so this control no longer "
+            "shows the failure it is meant to show", *declared_line(results[0]),
+            f"record: {where}"])
 
     def _compare(self, state: _State, results: list[RunResult]) -> list[Change]:
         if state.run.baseline is None:
@@ -310,6 +331,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     plural = "" if state.ran == 1 else "s"
     tr.write_line(f"{state.ran} scenario variant{plural}, seeds {seed_label(state.run.seeds)}; records "
                   f"under {display_path(state.run.out, state.cwd)}")
+    if state.not_applicable:
+        harness = state.run.cli_set.get("harness", "reference")
+        label = harness_label(harness) if isinstance(harness, str) else str(harness)
+        count = len(state.not_applicable)
+        tr.write_line(f"{count} variant{'' if count == 1 else 's'} not applicable to {label} "
+                      "(skipped, with the reason)")
     if state.quarantined:
         tr.write_line(f"quarantined (flaky; reported, not failing): {len(state.quarantined)}")
         for q in state.quarantined:
@@ -379,7 +406,11 @@ class HarnessLab:
         return "\n".join(explain(sc, v, result, self._state.cwd))
 
     def assert_expected(self, result: RunResult) -> None:
-        """Fail the test, readably, unless the result is the variant's expected outcome."""
+        """Fail the test, readably, unless the result is the variant's expected outcome; skip
+        it, with the reason, when the variant does not apply to the harness."""
+        if result.not_applicable:
+            pytest.skip(f"not applicable to {result.settings.get('harness', 'this harness')}: "
+                        f"{(result.error or '').removeprefix('NotApplicable: ')}")
         if not result.expected:
             lines = self.explain(result).splitlines()
             pytest.fail("\n".join([f"{result.scenario} / {result.variant} (seed {result.seed}):",

@@ -23,6 +23,7 @@ from harnesslab.errors import ContextOverflowError, ServiceRejected
 from harnesslab.harness.base import HarnessContext, TurnResult
 from harnesslab.harness.compaction import make_strategy
 from harnesslab.harness.config import HarnessConfig
+from harnesslab.harness.honours import ALL_SETTINGS
 from harnesslab.harness.identity import bind_identity
 from harnesslab.harness.limits import head_tail_truncate, limit_images, truncate_tool_result
 from harnesslab.harness.memory import make_memory
@@ -83,6 +84,8 @@ class ReferenceHarness:
     name = "reference"
     # It restores itself from its own store (``resume``); the bench hands it no state.
     owns_store = True
+    # Every setting is one of its own (the settings are the reference harness's).
+    honours = ALL_SETTINGS
 
     def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
         self.cfg = config

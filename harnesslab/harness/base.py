@@ -30,6 +30,13 @@ A harness class is built as ``cls(context, config)`` where ``config`` is the res
 :class:`~harnesslab.harness.config.HarnessConfig` (context_size, trigger_ratio, ... ; a harness
 may ignore what it has no use for). It answers :class:`Harness`; :class:`HarnessBase` gives
 the optional parts a default.
+
+A harness says which harness settings it honours (``honours``, ``harnesslab.harness.honours``):
+``HarnessBase`` declares none, so a variant defined by ``strategy``, ``tools`` or any other
+harness setting is not applicable to it (reported apart from failures, with the reason) until
+it declares that setting, e.g. ``honours = frozenset({"strategy", "codex.*"})``. The world's
+settings (service, summarizer and extractor profiles, failing tools, the clock) apply to every
+harness whatever it declares.
 """
 
 from __future__ import annotations
@@ -145,6 +152,8 @@ class HarnessBase:
     :class:`Harness` a default (no estimate; state unsupported)."""
 
     name = "custom"
+    # The harness settings this harness reads and acts on (module docstring); none by default.
+    honours: frozenset[str] = frozenset()
 
     def __init__(self, context: HarnessContext, config: HarnessConfig) -> None:
         self.ctx = context

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnesslab.harness.honours import describe
 from harnesslab.messages import (
     DataBlock,
     HintBlock,
@@ -14,6 +15,18 @@ from harnesslab.messages import (
     ToolResultBlock,
 )
 from harnesslab.record.format import CALL_EVENTS, Record
+
+
+def declared_line(rec: Record) -> str:
+    """The harness and the settings it declared it honours (the ``honours`` event; a record
+    without one is the reference harness's or a bug zoo's, which honour every setting)."""
+    name = rec.header.get("harness_name", "?")
+    said = rec.of_type("honours")
+    if said:
+        return f"harness {name} honours {describe(frozenset(said[0]['settings']))}"
+    if name == "reference" or str(name).startswith("bug/"):
+        return f"harness {name} honours every setting"
+    return f"harness {name} (its honoured settings are not recorded)"
 
 
 def _block(b: Any) -> str:
@@ -42,11 +55,12 @@ def _message(i: int, m: Message) -> str:
 def show_call(rec: Record, n: int) -> str:
     e = rec.call(n)
     req = rec.request(e["request"])
+    lines = [declared_line(rec)]
     if e["type"] == "protocol_error":
-        lines = [f"call {n} ({e['purpose']}, step {e['step']}): estimate {e['estimate']}",
+        lines += [f"call {n} ({e['purpose']}, step {e['step']}): estimate {e['estimate']}",
                  f"REJECTED by the service (protocol): {e['problem']}"]
     else:
-        lines = [f"call {n} ({e['purpose']}, step {e['step']}): estimate {e['estimate']}, "
+        lines += [f"call {n} ({e['purpose']}, step {e['step']}): estimate {e['estimate']}, "
                  f"true input {e['true_input']}, planned output {e['planned_output']}"]
     if e["type"] == "overflow":
         lines.append(f"REJECTED by the service: {e['limit_name']} limit {e['limit']}")
@@ -87,7 +101,8 @@ def _before(rec: Record, compaction: dict[str, Any], call: int) -> bool:
 
 def show_overview(rec: Record) -> str:
     h = rec.header
-    lines = [f"{h['scenario']} / {h['variant']} (seed {h['seed']}): {h['title']}"]
+    lines = [f"{h['scenario']} / {h['variant']} (seed {h['seed']}): {h['title']}",
+             declared_line(rec)]
     for e in rec.events:
         if e["type"] == "turn":
             status = f"FAILED ({e['reason']})" if e["failed"] else "ok"
@@ -109,6 +124,8 @@ def show_overview(rec: Record) -> str:
             lines.append(_session_line(e))
         elif e["type"] == "check" and not e["passed"]:
             lines.append(f"  check {e['id']} failed: {e['detail']}")
+        elif e["type"] == "run_error":
+            lines.append(f"run error: {e['error']}")
     return "\n".join(lines) + "\n"
 
 

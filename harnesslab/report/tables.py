@@ -244,7 +244,7 @@ def survival(df: pd.DataFrame, grid: Sequence[str]) -> list[dict[str, Any]]:
 
 def controls(df: pd.DataFrame) -> list[dict[str, Any]]:
     """Controls per (scenario, variant): how many runs failed as designed, and where not."""
-    ctl = df[df["control"].astype(bool)]
+    ctl = df[df["control"].astype(bool) & ~_na_mask(df)]
     out = []
     for (sc, var), g in ctl.groupby(["scenario", "variant"], sort=True):
         bad = g[~g["expected"].astype(bool)]
@@ -285,11 +285,30 @@ def pinned_variants(df: pd.DataFrame, grid: Sequence[str]) -> list[dict[str, Any
     return out
 
 
+NOT_APPLICABLE = "NotApplicable: "
+
+
+def _na_mask(df: pd.DataFrame) -> Any:
+    """Runs the variant did not apply to (their error says so): neither failures nor errors."""
+    return df["error"].fillna("").astype(str).str.startswith(NOT_APPLICABLE)
+
+
 def errors(df: pd.DataFrame) -> list[dict[str, Any]]:
-    bad = df[df["error"].notna()]
+    bad = df[df["error"].notna() & ~_na_mask(df)]
     return [{"run_key": str(r.run_key), "scenario": str(r.scenario), "variant": str(r.variant),
              "seed": int(r.seed), "cell": str(r.cell), "error": str(r.error)}
             for r in bad.itertuples()]
+
+
+def not_applicable(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per (scenario, variant, reason): the runs it did not apply to, apart from errors."""
+    na = df[_na_mask(df)]
+    out = []
+    for (sc, var, why), g in na.groupby(["scenario", "variant", "error"], sort=True):
+        out.append({"scenario": str(sc), "variant": str(var), "runs": len(g),
+                    "reason": str(why).removeprefix(NOT_APPLICABLE),
+                    "run_keys": sorted(g["run_key"])})
+    return out
 
 
 def strategy_wins(df: pd.DataFrame, grid: Sequence[str]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ offers nothing to reach them.)
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,15 +56,20 @@ class ToolDoor:
 
 
 class ClockDoor:
-    """``now`` only: the harness reads the world's time and cannot move it."""
+    """``now`` only: the harness reads the world's time and cannot move it. ``offset`` is a
+    host clock that is off (``clock_offset_hours``), for a harness that does not apply the
+    setting itself: the time it is handed is wrong as a skewed host's would be."""
 
-    __slots__ = ("__clock",)
+    __slots__ = ("__clock", "__offset")
 
-    def __init__(self, clock: SimClock) -> None:
+    def __init__(self, clock: SimClock, offset: timedelta | None = None) -> None:
         self.__clock = clock
+        self.__offset = offset
 
     def now(self) -> datetime:
-        return self.__clock.now()
+        if self.__offset is None:
+            return self.__clock.now()
+        return self.__clock.now() + self.__offset
 
 
 class SinkDoor:
@@ -83,7 +88,9 @@ class SinkDoor:
 
 def harness_context(endpoint: Endpoint, tools: ToolBox, clock: SimClock, sink: EventSink, *,
                     session_id: str, user_id: str, workdir: Path | None = None,
-                    cache: TokenCache | None = None) -> HarnessContext:
+                    cache: TokenCache | None = None,
+                    clock_offset: timedelta | None = None) -> HarnessContext:
     """What a harness is handed, wired to the simulated world and recording into ``sink``."""
-    return HarnessContext(ModelDoor(endpoint), ToolDoor(tools, sink, user_id), ClockDoor(clock),
+    return HarnessContext(ModelDoor(endpoint), ToolDoor(tools, sink, user_id),
+                          ClockDoor(clock, clock_offset),
                           SinkDoor(sink), Session(session_id, user_id), workdir, cache)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Iterator
-from datetime import UTC
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
 from harnesslab.errors import NotApplicable, TokenizerUnavailable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
-from harnesslab.harnesses.registry import load_harness
+from harnesslab.harness.honours import honoured, honours_of
+from harnesslab.harnesses.registry import harness_label, load_harness
 from harnesslab.judge.checks import UNREADABLE_WHY, answer_call
 from harnesslab.messages import DataBlock, Message, Request
 from harnesslab.record.writer import RecordWriter
@@ -91,9 +92,11 @@ def _model_failed(writer: RecordWriter, step: int, first: int, last: int,
 
 
 def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
-                  workdir: Path | None = None) -> tuple[HarnessContext, Endpoint, TokenCache]:
+                  workdir: Path | None = None, clock_offset: timedelta | None = None
+                  ) -> tuple[HarnessContext, Endpoint, TokenCache]:
     """What a harness is handed for one run of ``sc`` in ``world``, recording into ``writer``:
-    the service and fake model behind the endpoint, the world's tools and clock."""
+    the service and fake model behind the endpoint, the world's tools and clock (off by
+    ``clock_offset``: a skewed host, for a harness that does not skew its clock itself)."""
     cache = TokenCache()
     service = SimulatedService(s.service, cache)
     model: ModelLike = FakeModel(
@@ -110,14 +113,28 @@ def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter,
     writer.count_compactions(service.count_aside)
     ctx = harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
                           session_id=sc.session.id, user_id=sc.session.user, workdir=workdir,
-                          cache=cache)
+                          cache=cache, clock_offset=clock_offset)
     return ctx, endpoint, cache
 
 
+def host_clock_offset(cls: Any, s: Settings) -> timedelta | None:
+    """``clock_offset_hours`` as the bench applies it: on the clock it hands a harness that does
+    not declare the setting (a skewed host); None for one that skews its own clock."""
+    hours = s.harness.clock_offset_hours
+    label = harness_label(s.harness.harness)
+    if not hours or honoured(honours_of(cls, label), "clock_offset_hours"):
+        return None
+    return timedelta(hours=hours)
+
+
 def drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
-           workdir: Path | None, on_step: Callable[[int], None] | None = None) -> None:
-    ctx, endpoint, cache = world_context(sc, s, world, writer, seed, workdir)
+          workdir: Path | None, on_step: Callable[[int], None] | None = None,
+          admit: Callable[[Harness], None] | None = None) -> None:
+    """Run the scenario's steps. ``admit`` sees the first instance before any step (it raises
+    NotApplicable when the variant does not apply to what the harness declared)."""
     cls = load_harness(s.harness.harness)
+    offset = host_clock_offset(cls, s)
+    ctx, endpoint, cache = world_context(sc, s, world, writer, seed, workdir, offset)
 
     def context(session_id: str, user: str) -> HarnessContext:
         if (session_id, user) == (ctx.session.id, ctx.session.user):
@@ -125,11 +142,13 @@ def drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: i
         # Another session: the same world, model and workdir; its tools act for its own user.
         return harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
                                session_id=session_id, user_id=user, workdir=workdir,
-                               cache=cache)
+                               cache=cache, clock_offset=offset)
 
     pool = Instances(context, lambda c: cls(c, s.harness), writer, sc.session.id,
                      sc.session.user, checkpoint=s.harness.persist and s.harness.resume == "store")
     try:
+        if admit is not None:
+            admit(pool.harness)
         _steps(sc, s, world, writer, seed, pool, endpoint, cache, on_step)
     finally:
         # Harnesses that hold resources (a black-box program, its session on the wire) let

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from harnesslab.errors import InputError, NotApplicable
+from harnesslab.harness.base import Harness
+from harnesslab.harness.honours import EVERY, honours_of
 from harnesslab.harnesses.registry import harness_label
 from harnesslab.judge.checks import (
     NOT_APPLICABLE_WHY,
@@ -33,6 +35,7 @@ from harnesslab.judge.checks import (
 from harnesslab.judge.metrics import run_metrics
 from harnesslab.record.format import Declared
 from harnesslab.record.writer import RecordWriter
+from harnesslab.run.applicable import inapplicable, world_part_idle
 from harnesslab.run.drive import drive
 from harnesslab.scenario.loader import load_scenario
 from harnesslab.scenario.schema import (
@@ -41,7 +44,13 @@ from harnesslab.scenario.schema import (
     UserStep,
     Variant,
 )
-from harnesslab.scenario.settings import Settings, overridden, resolve_settings
+from harnesslab.scenario.settings import (
+    Settings,
+    overridden,
+    resolve,
+    resolve_settings,
+    scenario_layers,
+)
 from harnesslab.sim.intents import CONSTRAINT_PHRASES
 from harnesslab.sim.world import World
 
@@ -66,6 +75,9 @@ class RunResult:
     not_applicable: bool = False  # the scenario needs what this harness does not expose
     # The checks this run cannot judge (a real model has no annotations), by id.
     checks_not_applicable: list[str] = field(default_factory=list)
+    # The harness settings the harness declared it honours (["*"]: every one); None before
+    # a harness was built.
+    honours: list[str] | None = None
 
     @property
     def checks_unreadable(self) -> list[str]:
@@ -179,8 +191,31 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
         # shared by its instances, fresh each run: never files another seed or variant wrote,
         # and never one folder for two runs of a parallel `harnesslab run`.
         workdir = run_workdir(path)
+    label = harness_label(settings.harness.harness)
+    declared: list[frozenset[str]] = []
+
+    def admit(harness: Harness) -> None:
+        # What the harness declared decides whether this variant applies to it; recorded for
+        # every harness but the reference one (whose records stay as they were).
+        try:
+            d = honours_of(harness, label)
+        except ValueError as e:
+            raise InputError(str(e), field="harness") from None
+        declared.append(d)
+        result.honours = sorted(d)
+        if EVERY in d:
+            return
+        writer.emit({"type": "honours", "harness": label, "settings": sorted(d)})
+        base = resolve([*scenario_layers(sc), cli_set or {}]).harness
+        why = inapplicable(variant, d, label, base, settings.harness)
+        if why is not None:
+            raise NotApplicable(why)
+
     try:
-        drive(sc, settings, world, writer, seed, workdir, on_step)
+        drive(sc, settings, world, writer, seed, workdir, on_step, admit)
+        idle = world_part_idle(variant, declared[0], label, writer.record) if declared else None
+        if idle is not None:
+            raise NotApplicable(idle)
         result.checks, result.checks_not_applicable = evaluate_split(writer.record, sc)
         for c in result.checks:
             writer.emit(c.to_dict())

@@ -129,7 +129,9 @@ def headline(summary: dict[str, Any]) -> str:
     others = len(rows) - len(controls) - len(unexpected) - len(na) - len(
         [r for r in unread if r["expected"] and r not in controls and r not in na])
     runs = summary["runs"]
-    tail = f"; {len(na)} not applicable to this harness" if na else ""
+    names = sorted({str(r["settings"].get("harness")) for r in na if r["settings"].get("harness")})
+    who = names[0] if len(names) == 1 else "this harness"
+    tail = f"; {len(na)} variant{'' if len(na) == 1 else 's'} not applicable to {who}" if na else ""
     if unread:
         tail += (f"; {len(unread)} with checks the bench could not read (its fault, not the "
                  "harness's: lines '?')")

@@ -282,6 +282,12 @@ class Variant(_Strict):
         default=None, description="What the variant shows: a control (its checks must fail), "
         "a fix (the setting that repairs a control's failure), or a baseline; null: control "
         "when expect_fail is set, else baseline")
+    world_alone: bool = Field(
+        default=False, description="The variant's world settings (summarizer, extractor, "
+        "service, world.tools) alone make its point: it applies to a harness that honours none "
+        "of its harness settings, which then serve the reference harness only (a lossy summary "
+        "with strategy: structured applies to any harness that summarises). A summarizer or "
+        "extractor it sets that the harness never asked to act leaves the run not applicable")
 
     @model_validator(mode="after")
     def _consistent(self) -> Variant:

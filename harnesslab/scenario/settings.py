@@ -131,10 +131,15 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
         profile = get_profile(name).with_overrides(**service) if service else get_profile(name)
     except ValidationError as e:
         raise _first_error(e, "service.") from None
-    from harnesslab.harnesses.registry import load_harness
+    from harnesslab.harness.honours import honours_of
+    from harnesslab.harnesses.registry import harness_label, load_harness
     from harnesslab.sim.model import SummarizerProfile
 
-    load_harness(cfg.harness)  # a bad choice fails here, before anything runs
+    chosen = load_harness(cfg.harness)  # a bad choice fails here, before anything runs
+    try:
+        honours_of(chosen, harness_label(cfg.harness))  # and so does a misspelt declaration
+    except ValueError as e:
+        raise InputError(str(e), field="harness") from None
     for name, spec in models.items():
         try:
             SummarizerProfile.model_validate(spec)

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ class BugResult:
     kill: Kill | None
     kills: int      # surprising checks over the whole suite
     errors: list[str]
+    # Variants that do not apply to the bug's harness (the reason): neither kills nor errors.
+    not_applicable: list[str] = field(default_factory=list)
 
     @property
     def killed(self) -> bool:
@@ -69,7 +71,7 @@ def surprises(checks: Sequence[CheckOutcome], variant: Variant) -> list[tuple[st
 def _run_bug(bug: str, paths: Sequence[str], exhaustive: bool = False) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="harnesslab-zoo-"))
     first: Kill | None = None
-    kills, errors = 0, []
+    kills, errors, na = 0, [], []
     try:
         for p in paths:
             sc = load_scenario(p)
@@ -77,6 +79,9 @@ def _run_bug(bug: str, paths: Sequence[str], exhaustive: bool = False) -> dict[s
                 if v.name in REJECT_ALL:
                     continue
                 r = run_variant(sc, v, out_dir=workdir, cli_set={"harness": f"bug/{bug}"})
+                if r.not_applicable:
+                    na.append(f"{sc.id}/{v.name}: {(r.error or '').removeprefix('NotApplicable: ')}")
+                    continue
                 if r.error is not None:
                     errors.append(f"{sc.id}/{v.name}: {r.error}")
                     continue
@@ -86,16 +91,17 @@ def _run_bug(bug: str, paths: Sequence[str], exhaustive: bool = False) -> dict[s
                     check, step, how, detail = found[0]
                     first = Kill(sc.id, v.name, check, step, how, detail)
                     if not exhaustive:
-                        return _result(bug, first, kills, errors)
+                        return _result(bug, first, kills, errors, na)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return _result(bug, first, kills, errors)
+    return _result(bug, first, kills, errors, na)
 
 
-def _result(bug: str, first: Kill | None, kills: int, errors: list[str]) -> dict[str, Any]:
+def _result(bug: str, first: Kill | None, kills: int, errors: list[str],
+            na: list[str]) -> dict[str, Any]:
     from harnesslab.harnesses.bugs import BUGS
 
-    return asdict(BugResult(bug, BUGS[bug].mistake, first, kills, errors))
+    return asdict(BugResult(bug, BUGS[bug].mistake, first, kills, errors, na))
 
 
 def run_zoo(paths: Iterable[str], bugs: Sequence[str] | None = None, *, workers: int | None = None,
@@ -144,4 +150,7 @@ def format_kill_table(results: Sequence[dict[str, Any]]) -> str:
     for r in results:
         for e in r["errors"]:
             lines.append(f"  ! {r['bug']}: run error {e}")
+    for r in results:
+        for e in r.get("not_applicable", []):
+            lines.append(f"  - {r['bug']}: not applicable {e}")
     return "\n".join(lines) + "\n"

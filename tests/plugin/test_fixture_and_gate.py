@@ -33,9 +33,15 @@ def test_truncation_on_a_small_window_loses_it(harnesslab):
 
 
 def test_a_variant_keeps_its_own_settings(harnesslab):
-    # The control sets truncate and 4096 itself; a keyword setting goes beneath it.
+    # The control sets truncate and 4096 itself; a keyword setting goes beneath it. LastN
+    # honours no strategy, so the control does not apply to it (the reference's control holds).
     result = harnesslab.run(SCENARIO, "truncate-small-window", strategy="structured")
-    assert result.expected and result.settings["strategy"] == "truncate"
+    assert result.not_applicable and result.settings["strategy"] == "truncate"
+    assert result.error == ("NotApplicable: sets strategy=truncate, context_size=4096; LastN "
+                            "honours none of: context_size, strategy")
+    ref = harnesslab.run(SCENARIO, "truncate-small-window", strategy="structured",
+                         harness="reference")
+    assert ref.expected and ref.settings["strategy"] == "truncate"
 
 
 def test_the_configured_harness_or_a_class(harnesslab):

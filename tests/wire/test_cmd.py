@@ -27,6 +27,8 @@ open(os.environ["PIDFILE"], "a").write(f"{os.getpid()}\\n")
 sys.stdin.readline()  # the first line (hello), answered on stdout: the first protocol
 print(json.dumps({"type": "hello"}), flush=True)
 """
+# The start line answered (declaring nothing), so that what follows misbehaves at step 1.
+START = "sys.stdin.readline()\nprint('{}', flush=True)\n"
 
 
 def _program(tmp_path: Path, body: str, name: str = "prog.py") -> Path:
@@ -67,7 +69,7 @@ def _pidfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_program_that_hangs_fails_the_run_within_its_timeout(tmp_path: Path) -> None:
-    prog = _program(tmp_path, "sys.stdin.readline()\nprint('thinking...', file=sys.stderr, "
+    prog = _program(tmp_path, START + "sys.stdin.readline()\nprint('thinking...', file=sys.stderr, "
                     "flush=True)\ntime.sleep(600)\n")
     started = time.monotonic()
     r = _run(tmp_path, prog, timeout=2)
@@ -82,7 +84,7 @@ def test_a_program_that_hangs_fails_the_run_within_its_timeout(tmp_path: Path) -
 
 
 def test_a_program_that_hangs_mid_line_fails_with_the_partial_line(tmp_path: Path) -> None:
-    prog = _program(tmp_path, "sys.stdin.readline()\nsys.stdout.write('{\"type\": \"rep')\n"
+    prog = _program(tmp_path, START + "sys.stdin.readline()\nsys.stdout.write('{\"type\": \"rep')\n"
                     "sys.stdout.flush()\ntime.sleep(600)\n")
     r = _run(tmp_path, prog, timeout=2)
     assert r.error is not None and "within 2 s (stopped)" in r.error
@@ -90,7 +92,7 @@ def test_a_program_that_hangs_mid_line_fails_with_the_partial_line(tmp_path: Pat
 
 
 def test_a_program_that_exits_fails_the_run_with_its_code_and_stderr(tmp_path: Path) -> None:
-    prog = _program(tmp_path, "sys.stdin.readline()\nprint('no key', file=sys.stderr)\n"
+    prog = _program(tmp_path, START + "sys.stdin.readline()\nprint('no key', file=sys.stderr)\n"
                     "sys.exit(3)\n")
     r = _run(tmp_path, prog)
     assert r.error is not None
@@ -105,7 +107,7 @@ def test_a_program_that_exits_fails_the_run_with_its_code_and_stderr(tmp_path: P
 ])
 def test_a_program_that_writes_garbage_fails_the_run_with_what_it_wrote(
         tmp_path: Path, reply: str, match: str) -> None:
-    prog = _program(tmp_path, f"sys.stdin.readline()\nprint({reply!r}, flush=True)\n"
+    prog = _program(tmp_path, START + f"sys.stdin.readline()\nprint({reply!r}, flush=True)\n"
                     "time.sleep(600)\n")
     r = _run(tmp_path, prog)
     assert r.error is not None and match in r.error, r.error
@@ -139,7 +141,10 @@ def test_the_stdin_protocol_states_the_time_and_advances(tmp_path: Path,
     monkeypatch.setenv("STDIN_LOG", str(tmp_path / "stdin.jsonl"))
     r = _run(tmp_path, _program(tmp_path, ECHO), scenario="stale-logistics-zh")
     assert r.error is None
-    lines = [json.loads(x) for x in (tmp_path / "stdin.jsonl").read_text().splitlines()]
+    start, *lines = [json.loads(x) for x in (tmp_path / "stdin.jsonl").read_text().splitlines()]
+    # The first line: the session and the run's harness settings, before any step.
+    assert start["type"] == "start" and start["session"] == {"id": "S-1", "user": "U-1"}
+    assert start["settings"]["strategy"] == "structured" and "harness" not in start["settings"]
     kinds = [m["type"] for m in lines]
     sc = load_scenario(bundled_dir() / "stale-logistics-zh.yaml")
     users = [s.user for s in sc.steps if hasattr(s, "user")]
@@ -248,4 +253,84 @@ def test_a_scenario_needing_the_harness_estimate_is_not_applicable(
     text = format_results([na, ok])
     assert "  - reserve-below-head-zh/default: NotApplicable: filler fill_to" in text
     assert " n/a " in text.splitlines()[1] + " "
-    assert text.rstrip().endswith("1 not applicable to this harness")
+    assert text.rstrip().endswith("1 variant not applicable to cmd:prog.py")
+
+
+# A program with two strategies of its own: "window" sends the current turn only, anything
+# else the whole conversation; it declares strategy (or nothing, with DECLARE empty) in its answer to the start
+# line (with window_messages, which window-2 also sets), and logs the strategy it was given.
+STRATEGIC = """import httpx
+from openai import OpenAI
+client = OpenAI()
+TOOLS_URL = os.environ["HARNESSLAB_TOOLS_URL"]
+AUTH = {"Authorization": f"Bearer {client.api_key}"}
+TOOLS = httpx.get(TOOLS_URL, headers=AUTH).json()["tools"]
+history, keep = [], 12
+declare = [d for d in os.environ.get("DECLARE", "").split(",") if d]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg["type"] == "start":
+        strategy = msg["settings"]["strategy"]
+        open(os.environ["GIVEN"], "a").write(strategy + "\\n")
+        keep = 2 if strategy == "window" else 12
+        print(json.dumps({"honours": declare}), flush=True)
+    elif msg["type"] == "user":
+        history.append({"role": "user", "content": msg["text"]})
+        turn = len(history) - 1
+        for _ in range(8):
+            window = history[turn:] if keep == 2 else history
+            reply = client.chat.completions.create(model="m", messages=window,
+                                                   tools=TOOLS).choices[0].message
+            history.append(reply.model_dump(exclude_none=True))
+            if not reply.tool_calls:
+                break
+            for call in reply.tool_calls:
+                out = httpx.post(f"{TOOLS_URL}/{call.function.name}", headers=AUTH,
+                                 json={"arguments": call.function.arguments}).json()
+                history.append({"role": "tool", "tool_call_id": call.id,
+                                "content": out["content"]})
+        print(json.dumps({"type": "reply", "text": reply.content or ""}), flush=True)
+    else:
+        print("{}", flush=True)
+"""
+
+
+def test_a_program_that_declares_strategy_is_judged_on_the_variant_setting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """window-2 (strategy: window) is a control its checks must fail: the program that declares
+    strategy (and window_messages) gets "window" in its start line, forgets the order, and fails as designed; under
+    default it gets "structured" and passes. Declaring nothing, the control is not applicable,
+    with the reason, and the program is never asked a turn."""
+    pytest.importorskip("openai")
+    given = tmp_path / "given.txt"
+    monkeypatch.setenv("GIVEN", str(given))
+    prog = _program(tmp_path, STRATEGIC)
+    monkeypatch.setenv("DECLARE", "strategy,window_messages")
+    control = _run(tmp_path / "a", prog, variant="window-2", timeout=60)
+    default = _run(tmp_path / "b", prog, variant="default", timeout=60)
+    assert given.read_text().split() == ["window", "structured"]
+    assert control.error is None
+    assert control.honours == ["identity", "strategy", "window_messages"]
+    assert control.verdict is not None and control.verdict.ok, control.verdict
+    assert not control.all_passed  # its checks failed, as the control says
+    assert default.error is None and default.all_passed
+    rec = Record.load(control.record)  # type: ignore[arg-type]
+    assert rec.of_type("honours")[0]["settings"] == ["identity", "strategy", "window_messages"]
+
+    monkeypatch.setenv("DECLARE", "")
+    given.unlink()
+    na = _run(tmp_path / "c", prog, variant="window-2", timeout=60)
+    assert na.not_applicable and na.honours == ["identity"]
+    assert na.error == ("NotApplicable: sets strategy=window, window_messages=2; "
+                        "cmd:prog.py honours none of: strategy, window_messages")
+    assert given.read_text().split() == ["window"]  # started, told, then not asked a turn
+    assert Record.load(na.record).of_type("model_call") == []  # type: ignore[arg-type]
+
+
+def test_a_program_declaring_an_unknown_setting_fails_the_run_saying_so(tmp_path: Path) -> None:
+    prog = _program(tmp_path, "sys.stdin.readline()\nprint(json.dumps({'honours': ['stratgy']}),"
+                    " flush=True)\ntime.sleep(600)\n")
+    r = _run(tmp_path, prog)
+    assert r.error is not None and "HarnessGone: cmd:prog.py: answered the start line with " \
+        "cmd:prog.py: honours names unknown setting 'stratgy'" in r.error, r.error
+    assert _all_ended(tmp_path)
