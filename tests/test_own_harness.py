@@ -18,6 +18,18 @@ from harnesslab.run.runner import run_scenario_file
 from harnesslab.scenario.loader import bundled_dir
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "own-harness.md"
+
+
+def page_lists() -> tuple[set[str], dict[str, str]]:
+    """docs/own-harness.md's two lists: the variants LastN fails (for the causes given there)
+    and those not applicable to it, with their reasons."""
+    text = PAGE.read_text(encoding="utf-8")
+    fails = text[text.index("### Failures that LastN's own handling explains"):
+                 text.index("### Not applicable to LastN")]
+    na = text[text.index("### Not applicable to LastN"):]
+    item = re.compile(r"^- `([a-z0-9-]+/[a-z0-9-]+)`: (.+)$", re.M)
+    return {m.group(1) for m in item.finditer(fails)}, dict(item.findall(na))
 
 
 def readme_harness(folder: Path) -> Path:
@@ -54,6 +66,42 @@ def test_the_readme_harness_runs_the_bundled_suite_from_the_command_line(tmp_pat
     assert (run["name"], run["acting_user"]) == ("track_order", "U-1")
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
     assert summary["rows"][0]["settings"]["harness"] == "LastN"
+    # Failures only where docs/own-harness.md gives LastN's own cause; every other variant
+    # that does not pass as designed is not applicable, with the reason the page lists.
+    fails, na = page_lists()
+    assert len(fails) == 25 and len(na) == 126
+    rows = {f"{r['scenario']}/{r['variant']}": r for r in summary["rows"]}
+    assert {k for k, r in rows.items() if not r["expected"]} == fails
+    assert {k: r["not_applicable"][0].removeprefix("NotApplicable: ")
+            for k, r in rows.items() if r["not_applicable"] and not r["checks"]} == na
+    assert na["followup-after-filler-zh/codex"] == (
+        "sets strategy=codex, codex.user_message_budget=1500; LastN honours none of: codex.*, "
+        "strategy")
+    assert "126 variants not applicable to LastN" in p.stdout.splitlines()[-2]
+    assert "harness LastN honours none of the harness settings" in subprocess.run(
+        [sys.executable, "-m", "harnesslab.cli", "show",
+         "out/followup-after-filler-zh/default/seed0.jsonl"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=60).stdout.splitlines()[1]
+
+
+def test_the_readme_harness_under_pytest_fails_and_skips_as_the_page_lists(
+        pytester: pytest.Pytester) -> None:
+    """``[tool.harnesslab]`` naming LastN over the bundled suite: the failed items are the
+    page's failures, the skipped ones its not-applicable list (with the reason); none is an
+    xfail or an XPASS of a control that does not apply."""
+    readme_harness(pytester.path)
+    pytester.makepyprojecttoml(
+        '[tool.pytest.ini_options]\nfilterwarnings = ["ignore::pytest.PytestAssertRewriteWarning"]\n'
+        f'[tool.harnesslab]\nharness = "my_harness.py:LastN"\nscenarios = ["{bundled_dir()}"]\n')
+    result = pytester.runpytest("-rfs", "-p", "no:cacheprovider")
+    out = result.stdout.str()
+    fails, na = page_lists()
+    failed = set(re.findall(r"^FAILED (?:\S*/)?([a-z0-9-]+)\.yaml::([a-z0-9-]+)", out, re.M))
+    assert {f"{a}/{b}" for a, b in failed} == fails
+    skipped = re.findall(r"^SKIPPED \[1\] \S+: not applicable to LastN: (.+)$", out, re.M)
+    assert sorted(skipped) == sorted(na.values())
+    assert f"{len(na)} variants not applicable to LastN (skipped, with the reason)" in out
+    assert "harness LastN honours none of the harness settings" in out
 
 
 def test_the_readme_harness_runs_from_python_by_path_and_by_class(tmp_path: Path) -> None:

@@ -257,8 +257,9 @@ def test_a_scenario_needing_the_harness_estimate_is_not_applicable(
 
 
 # A program with two strategies of its own: "window" sends the current turn only, anything
-# else the whole conversation; it declares strategy (or nothing, with DECLARE empty) in its answer to the start
-# line (with window_messages, which window-2 also sets), and logs the strategy it was given.
+# else the whole conversation; it declares strategy and window_messages (which window-2 also
+# sets), or nothing with DECLARE empty, in its answer to the start line, and logs the strategy
+# it was given.
 STRATEGIC = """import httpx
 from openai import OpenAI
 client = OpenAI()
@@ -298,9 +299,9 @@ for line in sys.stdin:
 def test_a_program_that_declares_strategy_is_judged_on_the_variant_setting(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """window-2 (strategy: window) is a control its checks must fail: the program that declares
-    strategy (and window_messages) gets "window" in its start line, forgets the order, and fails as designed; under
-    default it gets "structured" and passes. Declaring nothing, the control is not applicable,
-    with the reason, and the program is never asked a turn."""
+    strategy (and window_messages) gets "window" in its start line, forgets the order, and
+    fails as designed; under default it gets "structured" and passes. Declaring nothing, the
+    control is not applicable, with the reason, and the program is never asked a turn."""
     pytest.importorskip("openai")
     given = tmp_path / "given.txt"
     monkeypatch.setenv("GIVEN", str(given))
