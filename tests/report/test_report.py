@@ -326,3 +326,18 @@ def test_cells_are_ranked_on_the_runs_every_cell_completed() -> None:
     rank = {r["label"]: r for r in tables.ranking(pd.DataFrame(rows), ["harness"])}
     assert rank["harness=reference"]["quality"]["value"] == 0.5
     assert tables.unmatched(pd.DataFrame(rows), ["harness"]) == []
+
+
+def test_not_applicable_runs_are_neither_errors_nor_controls_not_as_designed() -> None:
+    df = pd.DataFrame({
+        "scenario": ["a", "a", "a"], "variant": ["c", "c", "d"], "run_key": ["k1", "k2", "k3"],
+        "seed": [0, 1, 0], "cell": ["{}", "{}", "{}"], "control": [True, True, False],
+        "expected": [True, False, False], "failed_checks": ["s1.x", "", ""],
+        "unexpected": ["", "", ""],
+        "error": [None, "NotApplicable: sets tools=[]; H honours none of: tools", "Boom: no"]})
+    assert tables.not_applicable(df) == [{"scenario": "a", "variant": "c", "runs": 1,
+                                          "reason": "sets tools=[]; H honours none of: tools",
+                                          "run_keys": ["k2"]}]
+    assert [e["run_key"] for e in tables.errors(df)] == ["k3"]
+    (ctl,) = tables.controls(df)
+    assert (ctl["runs"], ctl["as_designed"], ctl["not_as_designed_count"]) == (1, 1, 0)

@@ -70,3 +70,11 @@ def test_the_cli_lists_the_zoo() -> None:
     assert len(lines) == len(BUGS)
     name, mistake = lines[0].split(None, 1)
     assert (name, mistake) == ("bug/split-tool-pair", BUGS["split-tool-pair"].mistake)
+
+
+def test_the_kill_table_lists_not_applicable_runs_apart_from_errors() -> None:
+    res = {"bug": "b", "mistake": "m", "kill": None, "kills": 0, "errors": ["x/y: Boom: no"],
+           "not_applicable": ["s/v: sets strategy=codex; b honours none of: strategy"]}
+    text = format_kill_table([res])
+    assert "  ! b: run error x/y: Boom: no" in text
+    assert "  - b: not applicable s/v: sets strategy=codex; b honours none of: strategy" in text
