@@ -21,6 +21,7 @@ sized from ``context_size`` for any harness), and a variant that restates one of
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from harnesslab.harness.config import HarnessConfig
@@ -60,18 +61,28 @@ def _value(v: Any) -> str:
 
 
 def inapplicable(variant: Variant, declared: frozenset[str], label: str,
-                 base: HarnessConfig | None = None, cfg: HarnessConfig | None = None
-                 ) -> str | None:
+                 base: HarnessConfig | None = None, cfg: HarnessConfig | None = None,
+                 cell: Mapping[str, Any] | None = None) -> str | None:
     """Why ``variant`` does not apply to a harness declaring ``declared``, or None (``base``
-    and ``cfg`` as for :func:`harness_keys`)."""
-    if EVERY in declared or variant.world_alone:
+    and ``cfg`` as for :func:`harness_keys`). ``cell``: the settings a sweep cell varies; a
+    swept harness setting the harness does not honour makes the cell not apply to it either
+    (its rows would differ only in a label)."""
+    if EVERY in declared:
         return None
-    keys = [k for k in harness_keys(variant, base, cfg) if not honoured(declared, k)]
-    if not keys:
-        return None
-    names = sorted({setting_name(k) for k in keys})
-    sets = ", ".join(f"{k}={_value(variant.set[k])}" for k in keys)
-    return f"sets {sets}; {label} honours none of: {', '.join(names)}"
+    keys = [] if variant.world_alone else \
+        [k for k in harness_keys(variant, base, cfg) if not honoured(declared, k)]
+    if keys:
+        names = sorted({setting_name(k) for k in keys})
+        sets = ", ".join(f"{k}={_value(variant.set[k])}" for k in keys)
+        return f"sets {sets}; {label} honours none of: {', '.join(names)}"
+    mine = {k.split(".", 1)[0] for k in variant.set}
+    swept = [k for k in (cell or {}) if not is_world(k) and k.split(".", 1)[0] not in
+             BENCH_SETTINGS and k.split(".", 1)[0] not in mine and not honoured(declared, k)]
+    if swept:
+        names = sorted({setting_name(k) for k in swept})
+        sets = ", ".join(f"{k}={_value((cell or {})[k])}" for k in swept)
+        return f"the sweep cell sets {sets}; {label} honours none of: {', '.join(names)}"
+    return None
 
 
 def world_part_idle(variant: Variant, declared: frozenset[str], label: str,

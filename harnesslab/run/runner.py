@@ -169,10 +169,13 @@ def key_settings(s: Settings) -> dict[str, Any]:
 def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,
                 out_dir: Path | None = None, cli_set: Mapping[str, Any] | None = None,
                 on_step: Callable[[int], None] | None = None,
-                source_sha256: str | None = None) -> RunResult:
+                source_sha256: str | None = None,
+                swept: Iterable[str] = ()) -> RunResult:
     """Run one variant with one seed. Bad settings raise InputError before anything runs.
 
-    ``cli_set`` (the command line, or a sweep cell) goes beneath the variant's own settings.
+    ``cli_set`` (the command line, or a sweep cell) goes beneath the variant's own settings;
+    ``swept``: its keys a sweep varies (a swept setting the harness does not honour makes the
+    run not applicable).
     ``on_step`` is called after each step with its number (progress, benchmarks).
     ``source_sha256``: the source file's sha256 as planned, for a worker without the file."""
     settings = resolve_settings(sc, variant, cli_set)
@@ -207,7 +210,8 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
             return
         writer.emit({"type": "honours", "harness": label, "settings": sorted(d)})
         base = resolve([*scenario_layers(sc), cli_set or {}]).harness
-        why = inapplicable(variant, d, label, base, settings.harness)
+        cell = {k: v for k, v in (cli_set or {}).items() if k in set(swept)}
+        why = inapplicable(variant, d, label, base, settings.harness, cell)
         if why is not None:
             raise NotApplicable(why)
 

@@ -108,7 +108,7 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
                 for seed in spec.seeds:
                     tasks.append(SweepTask(run_key(sc.id, sha, v.name, cell, seed),
                                            str(path.resolve()), sha, sc.id, v.name, seed,
-                                           dict(cell), keys, out, cost))
+                                           dict(cell), keys, out, cost, grid=tuple(spec.grid)))
     if spec.variants is not None and not tasks:
         raise InputError(f"no scenario has a variant named {', '.join(spec.variants)}",
                          file=spec.source, line=spec.lines.get("variants"),

@@ -53,6 +53,7 @@ class SweepTask:
     # with the task, and the run's files go back with its row (``run_task``).
     scenario_bytes: bytes | None = None
     ship: bool = False
+    grid: tuple[str, ...] = ()  # the keys the grid varies (fixed ones are the ground)
 
 
 def flat_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
@@ -174,7 +175,7 @@ def _run_task(task: SweepTask) -> dict[str, Any]:
         shutil.rmtree(run_dir, ignore_errors=True)
         result = run_variant(sc, variant, seed=task.seed, source=Path(task.scenario_path),
                              out_dir=run_dir, cli_set=task.settings,
-                             source_sha256=task.scenario_sha256)
+                             source_sha256=task.scenario_sha256, swept=task.grid)
         s = resolve_settings(sc, variant, task.settings)
         extra: dict[str, Any] = {}
         if result.record and result.error is None:

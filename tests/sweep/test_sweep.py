@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -351,3 +352,25 @@ def test_dask_workers_with_private_disks_give_the_local_table_and_records(tmp_pa
         assert (tmp_path / "procs" / rel).read_bytes() == (tmp_path / "dask" / rel).read_bytes()
     for folder in disks.values():  # each worker cleaned its own disk after shipping
         assert not any(Path(folder).iterdir())
+
+
+class Plain(HarnessBase):
+    """Declares no setting: a strategy sweep over it would only relabel the same runs."""
+
+    def preload(self, exchanges: Any) -> None:
+        pass
+
+    def turn(self, text: str, images: Any = ()) -> Any:
+        from harnesslab.harness.base import TurnResult
+
+        return TurnResult("ok")
+
+
+def test_a_swept_setting_the_harness_does_not_honour_is_not_applicable(tmp_path: Path) -> None:
+    spec = SweepSpec(scenarios=(FOLLOWUP_EN,), grid={"strategy": ["structured", "truncate"]},
+                     fixed={"harness": "tests.sweep.test_sweep:Plain"}, variants=("default",))
+    run_sweep(spec, tmp_path, executor="serial")
+    df = load_table(tmp_path)
+    assert list(df["error"]) == [
+        f"NotApplicable: the sweep cell sets strategy={s}; Plain honours none of: strategy"
+        for s in df["set.strategy"]]
