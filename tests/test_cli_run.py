@@ -81,7 +81,9 @@ def test_show_prints_what_the_model_saw(tmp_path: Path) -> None:
     p = cli("show", str(rec), "--call", str(last))
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert out.startswith(f"call {last} (reply, step 3): estimate ")
+    # The harness and what it declared come first (issue 26).
+    assert out.startswith(f"harness reference honours every setting\ncall {last} (reply, step 3): "
+                          "estimate ")
     assert "true input" in out and "那我明天还要等吗？" in out and "<system-info>" in out
     assert "last compaction before this call (structured" in out
     assert "removed:" in out
