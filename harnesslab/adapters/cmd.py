@@ -84,8 +84,8 @@ from harnesslab.adapters.serve_app import (
     build_app,
 )
 from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, TurnResult
-from harnesslab.harness.honours import check_declaration
 from harnesslab.harness.config import HarnessConfig
+from harnesslab.harness.honours import check_declaration
 from harnesslab.messages import DataBlock, Message, Request, Response, dumps
 
 PREFIX = "cmd:"

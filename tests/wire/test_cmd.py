@@ -27,8 +27,6 @@ open(os.environ["PIDFILE"], "a").write(f"{os.getpid()}\\n")
 sys.stdin.readline()  # the first line (hello), answered on stdout: the first protocol
 print(json.dumps({"type": "hello"}), flush=True)
 """
-# The start line answered (declaring nothing), so that what follows misbehaves at step 1.
-START = "sys.stdin.readline()\nprint('{}', flush=True)\n"
 
 
 def _program(tmp_path: Path, body: str, name: str = "prog.py") -> Path:
@@ -69,7 +67,7 @@ def _pidfile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_a_program_that_hangs_fails_the_run_within_its_timeout(tmp_path: Path) -> None:
-    prog = _program(tmp_path, START + "sys.stdin.readline()\nprint('thinking...', file=sys.stderr, "
+    prog = _program(tmp_path, "sys.stdin.readline()\nprint('thinking...', file=sys.stderr, "
                     "flush=True)\ntime.sleep(600)\n")
     started = time.monotonic()
     r = _run(tmp_path, prog, timeout=2)
@@ -84,7 +82,7 @@ def test_a_program_that_hangs_fails_the_run_within_its_timeout(tmp_path: Path) -
 
 
 def test_a_program_that_hangs_mid_line_fails_with_the_partial_line(tmp_path: Path) -> None:
-    prog = _program(tmp_path, START + "sys.stdin.readline()\nsys.stdout.write('{\"type\": \"rep')\n"
+    prog = _program(tmp_path, "sys.stdin.readline()\nsys.stdout.write('{\"type\": \"rep')\n"
                     "sys.stdout.flush()\ntime.sleep(600)\n")
     r = _run(tmp_path, prog, timeout=2)
     assert r.error is not None and "within 2 s (stopped)" in r.error
@@ -92,7 +90,7 @@ def test_a_program_that_hangs_mid_line_fails_with_the_partial_line(tmp_path: Pat
 
 
 def test_a_program_that_exits_fails_the_run_with_its_code_and_stderr(tmp_path: Path) -> None:
-    prog = _program(tmp_path, START + "sys.stdin.readline()\nprint('no key', file=sys.stderr)\n"
+    prog = _program(tmp_path, "sys.stdin.readline()\nprint('no key', file=sys.stderr)\n"
                     "sys.exit(3)\n")
     r = _run(tmp_path, prog)
     assert r.error is not None
@@ -107,7 +105,7 @@ def test_a_program_that_exits_fails_the_run_with_its_code_and_stderr(tmp_path: P
 ])
 def test_a_program_that_writes_garbage_fails_the_run_with_what_it_wrote(
         tmp_path: Path, reply: str, match: str) -> None:
-    prog = _program(tmp_path, START + f"sys.stdin.readline()\nprint({reply!r}, flush=True)\n"
+    prog = _program(tmp_path, f"sys.stdin.readline()\nprint({reply!r}, flush=True)\n"
                     "time.sleep(600)\n")
     r = _run(tmp_path, prog)
     assert r.error is not None and match in r.error, r.error
@@ -141,10 +139,7 @@ def test_the_stdin_protocol_states_the_time_and_advances(tmp_path: Path,
     monkeypatch.setenv("STDIN_LOG", str(tmp_path / "stdin.jsonl"))
     r = _run(tmp_path, _program(tmp_path, ECHO), scenario="stale-logistics-zh")
     assert r.error is None
-    start, *lines = [json.loads(x) for x in (tmp_path / "stdin.jsonl").read_text().splitlines()]
-    # The first line: the session and the run's harness settings, before any step.
-    assert start["type"] == "start" and start["session"] == {"id": "S-1", "user": "U-1"}
-    assert start["settings"]["strategy"] == "structured" and "harness" not in start["settings"]
+    lines = [json.loads(x) for x in (tmp_path / "stdin.jsonl").read_text().splitlines()]
     kinds = [m["type"] for m in lines]
     sc = load_scenario(bundled_dir() / "stale-logistics-zh.yaml")
     users = [s.user for s in sc.steps if hasattr(s, "user")]
@@ -258,9 +253,11 @@ def test_a_scenario_needing_the_harness_estimate_is_not_applicable(
 
 # A program with two strategies of its own: "window" sends the current turn only, anything
 # else the whole conversation; it declares strategy and window_messages (which window-2 also
-# sets), or nothing with DECLARE empty, in its answer to the start line, and logs the strategy
+# sets), or nothing with DECLARE empty, in its answer to the hello line, and logs the strategy
 # it was given.
-STRATEGIC = """import httpx
+STRATEGIC = """import json, os, sys
+import httpx
+open(os.environ["PIDFILE"], "a").write(f"{os.getpid()}\\n")
 from openai import OpenAI
 client = OpenAI()
 TOOLS_URL = os.environ["HARNESSLAB_TOOLS_URL"]
@@ -270,11 +267,12 @@ history, keep = [], 12
 declare = [d for d in os.environ.get("DECLARE", "").split(",") if d]
 for line in sys.stdin:
     msg = json.loads(line)
-    if msg["type"] == "start":
+    if msg["type"] == "hello":
+        assert "harness" not in msg["settings"] and "turn_timeout" not in msg["settings"]
         strategy = msg["settings"]["strategy"]
         open(os.environ["GIVEN"], "a").write(strategy + "\\n")
         keep = 2 if strategy == "window" else 12
-        print(json.dumps({"honours": declare}), flush=True)
+        print(json.dumps({"type": "hello", "honours": declare}), flush=True)
     elif msg["type"] == "user":
         history.append({"role": "user", "content": msg["text"]})
         turn = len(history) - 1
@@ -299,39 +297,46 @@ for line in sys.stdin:
 def test_a_program_that_declares_strategy_is_judged_on_the_variant_setting(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """window-2 (strategy: window) is a control its checks must fail: the program that declares
-    strategy (and window_messages) gets "window" in its start line, forgets the order, and
+    strategy (and window_messages) gets "window" in its hello line, forgets the order, and
     fails as designed; under default it gets "structured" and passes. Declaring nothing, the
     control is not applicable, with the reason, and the program is never asked a turn."""
     pytest.importorskip("openai")
     given = tmp_path / "given.txt"
     monkeypatch.setenv("GIVEN", str(given))
-    prog = _program(tmp_path, STRATEGIC)
+    prog = tmp_path / "prog.py"
+    prog.write_text(STRATEGIC, encoding="utf-8")
     monkeypatch.setenv("DECLARE", "strategy,window_messages")
     control = _run(tmp_path / "a", prog, variant="window-2", timeout=60)
     default = _run(tmp_path / "b", prog, variant="default", timeout=60)
     assert given.read_text().split() == ["window", "structured"]
     assert control.error is None
-    assert control.honours == ["identity", "strategy", "window_messages"]
+    assert control.honours == ["strategy", "window_messages"]
     assert control.verdict is not None and control.verdict.ok, control.verdict
     assert not control.all_passed  # its checks failed, as the control says
     assert default.error is None and default.all_passed
     rec = Record.load(control.record)  # type: ignore[arg-type]
-    assert rec.of_type("honours")[0]["settings"] == ["identity", "strategy", "window_messages"]
+    assert rec.of_type("honours")[0]["settings"] == ["strategy", "window_messages"]
 
     monkeypatch.setenv("DECLARE", "")
     given.unlink()
     na = _run(tmp_path / "c", prog, variant="window-2", timeout=60)
-    assert na.not_applicable and na.honours == ["identity"]
+    assert na.not_applicable and na.honours == []
     assert na.error == ("NotApplicable: sets strategy=window, window_messages=2; "
                         "cmd:prog.py honours none of: strategy, window_messages")
     assert given.read_text().split() == ["window"]  # started, told, then not asked a turn
     assert Record.load(na.record).of_type("model_call") == []  # type: ignore[arg-type]
+    # Under tool_identity server the bench's tool backend applies identity for the program.
+    served = _run(tmp_path / "d", prog, variant="default", timeout=60, tool_identity="server")
+    assert served.honours == ["identity"]
 
 
 def test_a_program_declaring_an_unknown_setting_fails_the_run_saying_so(tmp_path: Path) -> None:
-    prog = _program(tmp_path, "sys.stdin.readline()\nprint(json.dumps({'honours': ['stratgy']}),"
-                    " flush=True)\ntime.sleep(600)\n")
+    prog = tmp_path / "prog.py"
+    prog.write_text('import json, os, sys, time\nopen(os.environ["PIDFILE"], "a").write('
+                    'f"{os.getpid()}\\n")\nsys.stdin.readline()\n'
+                    'print(json.dumps({"type": "hello", "honours": ["stratgy"]}), flush=True)\n'
+                    'time.sleep(600)\n', encoding="utf-8")
     r = _run(tmp_path, prog)
-    assert r.error is not None and "HarnessGone: cmd:prog.py: answered the start line with " \
-        "cmd:prog.py: honours names unknown setting 'stratgy'" in r.error, r.error
+    assert r.error is not None and "HarnessGone: cmd:prog.py: answered the first line (hello) " \
+        "with cmd:prog.py: honours names unknown setting 'stratgy'" in r.error, r.error
     assert _all_ended(tmp_path)
