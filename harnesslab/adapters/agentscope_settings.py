@@ -12,10 +12,11 @@ identity and clock_offset_hours (the integrator's tool wiring and host clock, no
 Ignored: ``prompts`` (AgentScope always sends its own texts), ``codex`` and
 ``window_messages`` (settings of strategies it has not).
 
-Not applicable (a run fails with the reason; ``fidelity`` reports it): every other strategy,
-estimators other than bytes4, a memory mode other than none (the adapter does not wire
-AgentScope's memory middlewares), one runtime hint without the other, retry_on_overflow, and a
-session clock whose UTC offset is not whole hours.
+Not applicable (the run is reported not applicable, with the reason; ``fidelity`` reports it):
+every other strategy, estimators other than bytes4, a memory mode other than none (the adapter
+does not wire AgentScope's memory middlewares), one runtime hint without the other,
+retry_on_overflow, and a session clock whose UTC offset is not whole hours. A variant defined
+by an ignored setting alone is not applicable too (``HONOURS``).
 """
 
 from __future__ import annotations
