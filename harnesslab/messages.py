@@ -167,10 +167,12 @@ class Request:
     tools: tuple[ToolSchema, ...] = ()
     output_budget: int | None = None  # None: the service profile's default max output
     session_id: str = ""
-    meta: tuple[tuple[str, str], ...] = field(default=())  # e.g. ("purpose", "summary")
+    # e.g. ("purpose", "summary"); none of it is read by the model but "response_format", the
+    # output format a wire passed on (an API hands it to the model too).
+    meta: tuple[tuple[str, str], ...] = field(default=())
 
     def with_meta(self, *items: tuple[str, str]) -> Request:
-        """A copy with more metadata (not part of what the model reads)."""
+        """A copy with more metadata (not read by the model, but ``response_format``)."""
         return replace(self, meta=self.meta + items)
 
 

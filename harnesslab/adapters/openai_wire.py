@@ -15,7 +15,10 @@ OpenAI -> Request (``request_from_openai``):
   with that id earlier in the request (OpenAI's tool message carries none; "" when no call
   has it, which the service then rejects as the real API does);
 - a message's ``name`` is kept; ``tools`` keep each schema's JSON text as sent;
-  ``max_completion_tokens`` (or the older ``max_tokens``) is the output budget.
+  ``max_completion_tokens`` (or the older ``max_tokens``) is the output budget; a
+  ``response_format`` of type ``json_schema`` or ``json_object`` is kept as the request's
+  ``("response_format", JSON)`` metadata (what a model is asked to answer in: the fake model
+  fills such a schema, docs/understanding.md).
 
 Request -> OpenAI (``request_to_openai``) writes the **normal form**: a message whose content
 is exactly one text block is a string, anything else a list of parts; a data URL is rebuilt
@@ -174,9 +177,13 @@ def request_from_openai(body: Mapping[str, Any], *, session_id: str = "") -> Req
     for k, t in enumerate(tools_raw):
         if not isinstance(t, Mapping):
             raise InputError("expected a tool object", field=f"tools[{k}]")
+    fmt = body.get("response_format")
+    meta: tuple[tuple[str, str], ...] = ()
+    if isinstance(fmt, Mapping) and fmt.get("type") in ("json_schema", "json_object"):
+        meta = (("response_format", json.dumps(fmt, ensure_ascii=False, sort_keys=True)),)
     return Request(system=system, messages=messages,
                    tools=tuple(ToolSchema.from_dict(t) for t in tools_raw),
-                   output_budget=budget, session_id=session_id)
+                   output_budget=budget, session_id=session_id, meta=meta)
 
 
 # --- Request -> OpenAI -------------------------------------------------------------------------

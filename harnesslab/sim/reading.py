@@ -146,6 +146,11 @@ class View:
         for i in self._layout.marked:
             yield base + starts[i], segs[i]
 
+    @property
+    def utterance_pattern(self) -> re.Pattern[str] | None:
+        """The reader's pattern of every lexicon utterance (``segments.utterance_pattern``)."""
+        return self._reader.pattern
+
     def segment(self, index: int) -> Segment:
         """What message ``index`` shows."""
         return self._layout.segs[index]

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
+from harnesslab.messages import Block, Message, Request, TextBlock, ToolCallBlock, ToolSchema
 from harnesslab.sim.asks import asks_in
 from harnesslab.sim.draws import draw
 from harnesslab.sim.intents import (
@@ -63,6 +63,7 @@ from harnesslab.sim.reading import (
     phrase_patterns,
     without_message,
 )
+from harnesslab.sim.segments import utterances_in
 
 __all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "summarize", "summary_form",
            "summary_request", "swap_id"]
@@ -153,7 +154,23 @@ def _outside(view: View, index: int) -> str:
     return text
 
 
+def _unquoted(view: View, content: Request) -> Request:
+    """``content`` with a system prompt that quotes the conversation (an utterance, a tool
+    result) read as the quoted conversation it is: as a leading user message."""
+    system = content.system
+    if not system or not (utterances_in(system, view.lexicon, view.utterance_pattern)
+                          or '{"tool"' in system):
+        return content
+    return replace(content, system="",
+                   messages=(Message.text("user", system), *content.messages))
+
+
 def summary_request(view: View) -> tuple[SummaryForm, Request] | None:
+    found = _summary_request(view)
+    return (found[0], _unquoted(view, found[1])) if found else None
+
+
+def _summary_request(view: View) -> tuple[SummaryForm, Request] | None:
     """Which summary the request asks for, if it is a summary request at all, and the part of
     it to summarise.
 
@@ -429,12 +446,17 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     basis = " ".join(u.text for u in content.utterances) or content.text
     lang = content.language(basis)
     loss = _lose(extract(content, lang), profile, seed, lang, salt, superseded(content))
+    asked_json = json_properties(request)
     props = list(MEMORY_FIELDS) if as_text else \
         _properties(request.tools[0]) if request.tools else []
     body = _render(form, loss.kept, lang, props)
     if as_text and isinstance(body, dict):
         body = "\n".join(v for v in body.values() if v) or (
             "没有需要记住的内容。" if lang == "zh" else "Nothing to remember.")
+    if asked_json is not None and isinstance(body, str):
+        # Asked to answer in a JSON schema (response_format): the text in its first string
+        # field, every other field empty of its type, as a model filling the schema would.
+        body = json.dumps(_fill(asked_json, body), ensure_ascii=False)
     blocks: tuple[Block, ...]
     if isinstance(body, dict):
         args = json.dumps(body, ensure_ascii=False)
@@ -453,6 +475,35 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
         **({"promoted": loss.promoted} if loss.promoted else {}),
     }
     return blocks, note("summary", content, form=form, items=items)
+
+
+def json_properties(request: Request) -> dict[str, Any] | None:
+    """The properties of the JSON schema the request's ``response_format`` asks for, if any."""
+    raw = dict(request.meta).get("response_format")
+    if raw is None:
+        return None
+    try:
+        fmt = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return dict(props) if isinstance(props, dict) and props else None
+
+
+def _fill(props: Mapping[str, Any], text: str) -> dict[str, Any]:
+    empty = {"string": "", "array": [], "object": {}, "integer": 0, "number": 0, "boolean": False}
+    out: dict[str, Any] = {}
+    left: str | None = text
+    for name, spec in props.items():
+        kind = spec.get("type") if isinstance(spec, Mapping) else None
+        if kind == "string" and left is not None:
+            out[name], left = left, None
+        else:
+            out[name] = empty.get(kind) if isinstance(kind, str) else None
+    if left is not None:
+        out[next(iter(props))] = left
+    return out
 
 
 def content_of(request: Request) -> Request:

@@ -283,3 +283,45 @@ def test_auxiliary_calls_are_answered_as_such() -> None:
 def test_current_index_is_the_last_user_message() -> None:
     r = Request(system="", messages=(Message.text("user", "a"), Message.text("assistant", "b")))
     assert current_index(r) == 0
+
+
+def test_a_summary_asked_in_a_json_schema_is_answered_in_it() -> None:
+    import json
+
+    from harnesslab.adapters.openai_wire import request_from_openai
+
+    schema = {"type": "object", "properties": {"summary": {"type": "string"},
+                                               "topics": {"type": "array"}}}
+    body = {"messages": [
+        {"role": "system", "content": "Analyze the conversation and provide a concise summary."
+                                      f"<conversation>User: {ASK}</conversation>"},
+        {"role": "user", "content": "Provide the summary of the conversation."}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "S", "schema": schema}}}
+    got = model().reply(request_from_openai(body))
+    answer = json.loads(got.blocks[0].text)  # type: ignore[union-attr]
+    assert set(answer) == {"summary", "topics"} and answer["topics"] == []
+    # The conversation quoted in the system prompt is what is summarised.
+    assert "O-1001" in answer["summary"] and "[constraint:brevity]" in answer["summary"]
+    # The control: without response_format the same summary comes as text.
+    del body["response_format"]
+    plain = model().reply(request_from_openai(body)).blocks[0].text  # type: ignore[union-attr]
+    assert plain == answer["summary"]
+
+
+def test_a_tool_result_quoted_as_text_is_a_fact() -> None:
+    quoted = ('tool: {"tool": "track_order", "as_of": "2026-11-29T09:00:00+08:00", '
+              '"order_id": "O-1001", "status": "in_transit", "eta": "2026-11-30"}')
+    r = Request(system="", tools=TOOLS, messages=(
+        Message.text("user", f"Transcript so far: user: {ASK}\n{quoted}"),
+        Message.text("assistant", "在途"), Message.text("user", WAIT)))
+    got = model().reply(r).annotations
+    assert got["kind"] == "answer" and got["cited"]["tool"] == "track_order"
+    # The control: cut (no longer JSON), the quoted result states nothing.
+    cut = without_text(r, '"eta": "2026-11-30"}', '"eta": "2026-')
+    assert model().reply(cut).annotations["kind"] == "tool_call"
+
+
+def without_text(r: Request, old: str, new: str) -> Request:
+    return replace(r, messages=tuple(
+        replace(m, content=tuple(TextBlock(b.text.replace(old, new)) if isinstance(b, TextBlock)
+                                 else b for b in m.content)) for m in r.messages))

@@ -1,0 +1,109 @@
+"""Regenerate one framework's corpus file from the records of a black-box run (not a test).
+
+    harnesslab run harnesslab/scenarios/followup-after-filler-zh.yaml --variant default \\
+        --set harness=cmd:"/work/fw/langgraph/bin/python examples/langchain_agent.py" --out /tmp/lc
+    python tests/sim/corpus/capture.py langchain 1.5.2 /tmp/lc
+
+Keeps, from the record, the requests that show each form the understanding contract names
+(docs/understanding.md): the turn that asks the follow-up (its question and its statement of
+the time), the summary request, and the turn whose request presents the summary back. Each is
+labelled with the exact text of what it shows, found from what the bench knows (the turn's
+words, the clock, the summary the model wrote), never from the fake model's reading. The small
+talk between is cut (two messages kept around each kept one) and session ids are blanked: the
+file is small and holds nothing but the scenario's fake data and the framework's own texts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harnesslab.messages import Message, Request, request_to_dict
+from harnesslab.record.format import Record
+
+# How each example states the time (its own words, examples/<name>_agent.py).
+TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}",
+              "autogen": "Today is {now}.", "agno": "The current time is {now}."}
+# The framework's own summary instruction, as its source writes it (the ask to remove).
+ASKS = {
+    "langchain": ["<role>\nContext Extraction Assistant\n</role>", "Messages to summarize:",
+                  "You should structure your summary using the following sections.",
+                  "extract the most important and relevant context to replace it"],
+    "langgraph": ["Create a summary of the conversation above:",
+                  "Extend the summary by taking into account the new messages above:"],
+    "llamaindex": ["The following is a conversation between the user and assistant. Write a "
+                   "concise summary about the contents of this conversation."],
+    "agno": ["Analyze the following conversation between a user and an assistant, and extract "
+             "the following details:", "Provide a concise summary of the session",
+             "Keep the summary concise and to the point.",
+             "Provide the summary of the conversation."],
+}
+
+
+def _cut(r: Request, keep: set[int]) -> Request:
+    """Only the messages near a kept one (tool calls stay with their results)."""
+    near = {j for i in keep for j in range(i - 2, i + 3)}
+    msgs: list[Message] = [m for i, m in enumerate(r.messages) if i in near]
+    return replace(r, messages=tuple(msgs), session_id="")
+
+
+def _text(r: Request) -> str:
+    return "\n".join([r.system, r.summary, *(m.plain_text() for m in r.messages)])
+
+
+def _written(call: dict[str, Any]) -> str:
+    text = "".join(b.get("text", "") for b in call["reply"] if b["type"] == "text")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return next((v for v in data.values() if isinstance(v, str) and v), "") \
+        if isinstance(data, dict) else text
+
+
+def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
+    path = next(out.rglob("seed0.jsonl"))
+    rec = Record.load(path)
+    turns = {t["step"]: t for t in rec.of_type("turn")}
+    calls = rec.of_type("model_call")
+    entries: list[dict[str, Any]] = []
+    summaries = [e for e in calls if (e.get("annotations") or {}).get("kind") == "summary"]
+    if summaries:
+        e = summaries[0]  # the first: the shortest history quoted
+        r = rec.request(e["request"])
+        asks = [a for a in ASKS.get(framework, []) if a in _text(r)]
+        keep = {len(r.messages) - 1} if r.messages else set()
+        entries.append({"what": "summary_request", "asks": asks,
+                        "request": request_to_dict(_cut(r, keep))})
+    last_step = max(turns)
+    answering = [e for e in calls if e["step"] == last_step and e["purpose"] == "reply"]
+    e = answering[0]
+    r = rec.request(e["request"])
+    turn = turns[last_step]
+    now_text = TIME_FORMS[framework].format(now=turn["now"]) if framework in TIME_FORMS else ""
+    question_at = max(i for i, m in enumerate(r.messages)
+                      if m.role == "user" and turn["text"] in m.plain_text())
+    keep = {question_at}
+    # The latest summary the model wrote that this request hands back (a JSON answer, to a
+    # response_format, is handed back as its text field).
+    summary_text = next((t for t in map(_written, reversed(summaries)) if t and t in _text(r)), "")
+    presented = bool(summary_text)
+    if presented:
+        keep |= {i for i, m in enumerate(r.messages) if summary_text in m.plain_text()}
+    entries.append({"what": "turn", "question": turn["text"], "now": turn["now"],
+                    "time_text": now_text if now_text in _text(r) else "",
+                    "summary_text": summary_text if presented else "",
+                    "request": request_to_dict(_cut(r, keep))})
+    return {"framework": framework, "version": version, "scenario": rec.header["scenario"],
+            "example": f"examples/{framework}_agent.py", "entries": entries}
+
+
+if __name__ == "__main__":
+    name, ver, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    data = capture(name, ver, folder)
+    target = Path(__file__).parent / f"{name}.json"
+    target.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"{target}: {len(data['entries'])} requests")

@@ -1,0 +1,102 @@
+"""The dialect corpus (tests/sim/corpus/*.json: requests real frameworks sent through the
+black-box route, each labelled with what it shows): for every captured request the fake model
+finds the question, the time, the summary request and the presented summary it contains, and
+a copy without them is read as missing (the control)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnesslab.messages import HintBlock, Request, TextBlock, request_from_dict
+from harnesslab.scenario.loader import bundled_dir, load_scenario
+from harnesslab.sim.intents import ID_PATTERNS, Constraint
+from harnesslab.sim.model import FakeModel
+from harnesslab.sim.reading import View
+from harnesslab.sim.summarizer import summary_request
+
+CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.json"))
+ENTRIES = [(p.stem, n, e) for p in CORPUS
+           for n, e in enumerate(json.loads(p.read_text(encoding="utf-8"))["entries"])]
+
+
+def test_the_corpus_covers_several_frameworks() -> None:
+    files = [json.loads(p.read_text(encoding="utf-8")) for p in CORPUS]
+    assert len({f["framework"] for f in files}) >= 4
+    assert all(f["version"] and (Path(__file__).parents[2] / f["example"]).exists() for f in files)
+    whats = [e["what"] for _, _, e in ENTRIES]
+    assert whats.count("summary_request") >= 3
+    assert sum(bool(e.get("summary_text")) for _, _, e in ENTRIES) >= 3
+    assert sum(bool(e.get("time_text")) for _, _, e in ENTRIES) >= 4
+
+
+def _scenario(name: str) -> Any:
+    file = json.loads((Path(__file__).parent / "corpus" / f"{name}.json").read_text("utf-8"))
+    return load_scenario(bundled_dir() / f"{file['scenario']}.yaml")
+
+
+def _view(name: str, r: Request) -> tuple[View, FakeModel]:
+    sc = _scenario(name)
+    model = FakeModel(sc.intents(), zone=sc.world.now.tzinfo)
+    return View(r, model._lexicon, model._phrases), model
+
+
+def without(r: Request, old: str, new: str = "") -> Request:
+    """``r`` with every occurrence of ``old`` in its texts replaced."""
+    def block(b: Any) -> Any:
+        if isinstance(b, TextBlock):
+            return TextBlock(b.text.replace(old, new))
+        if isinstance(b, HintBlock) and isinstance(b.hint, str):
+            return replace(b, hint=b.hint.replace(old, new))
+        return b
+
+    return replace(r, system=r.system.replace(old, new), summary=r.summary.replace(old, new),
+                   messages=tuple(replace(m, content=tuple(block(b) for b in m.content))
+                                  for m in r.messages))
+
+
+@pytest.mark.parametrize(("name", "n", "entry"), [e for e in ENTRIES if e[2]["what"] == "turn"],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_a_framework_turn_is_read(name: str, n: int, entry: dict[str, Any]) -> None:
+    r = request_from_dict(entry["request"])
+    view, _ = _view(name, r)
+    assert view.current()[1] is not None and view.current()[1][0] == entry["question"]
+    # The control: without the user's words there is no question to read.
+    gone, _ = _view(name, without(r, entry["question"], "……"))
+    assert gone.current()[1] is None or gone.current()[1][0] != entry["question"]
+    if entry["time_text"]:
+        assert view.now == datetime.fromisoformat(entry["now"])
+        assert _view(name, without(r, entry["time_text"]))[0].now is None
+    if entry["summary_text"]:
+        text = entry["summary_text"]
+        wanted = {Constraint(c) for c in re.findall(r"\[constraint:(\w+)\]", text)}
+        ids = {m.group(0) for p in ID_PATTERNS.values() for m in p.finditer(text)}
+        assert wanted and ids
+        assert wanted <= view.constraints and ids <= set(view.entities())
+        bare, _ = _view(name, without(r, text))
+        assert not (wanted & bare.constraints) and not (ids & set(bare.entities()))
+
+
+@pytest.mark.parametrize(("name", "n", "entry"),
+                         [e for e in ENTRIES if e[2]["what"] == "summary_request"],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_a_framework_summary_request_is_read(name: str, n: int, entry: dict[str, Any]) -> None:
+    r = request_from_dict(entry["request"])
+    view, model = _view(name, r)
+    assert summary_request(view) is not None
+    reply = model.reply(r)
+    assert reply.annotations["kind"] == "summary"
+    assert any(i["kind"] == "goal" for i in reply.annotations["items"]["kept"])
+    # The control: without the framework's instruction it is no summary request.
+    bare = r
+    for ask in entry["asks"]:
+        bare = without(bare, ask)
+    view, model = _view(name, bare)
+    assert summary_request(view) is None
+    assert model.reply(bare).annotations["kind"] != "summary"
