@@ -1,0 +1,58 @@
+"""A llama-index FunctionAgent, tested black-box by harnesslab, in its own venv:
+    python -m venv /work/fw/llamaindex && /work/fw/llamaindex/bin/pip install llama-index-core llama-index-llms-openai
+    harnesslab run --set harness=cmd:"/work/fw/llamaindex/bin/python examples/llamaindex_agent.py"
+
+Its context management, as llama-index's documentation configures it: the agent's memory is
+a ChatSummaryMemoryBuffer (llama_index/core/memory/chat_summary_memory_buffer.py): when the
+history exceeds TOKEN_LIMIT, the oldest messages are summarised by a separate call (system:
+"The following is a conversation ... Write a concise summary ...", the old messages as one
+user message) and the summary is given back as a system message. The system prompt states
+the time as "现在是 <ISO>".
+"""
+# First: it routes what the framework logs on stdout to stderr before the framework loads.
+from bench_loop import TOOLS, Failed, call_tool, serve
+import asyncio
+import os
+
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.memory import ChatSummaryMemoryBuffer
+from llama_index.core.tools import FunctionTool
+from llama_index.llms.openai import OpenAI
+from openai import BadRequestError
+from pydantic import create_model
+
+TOKEN_LIMIT = 3000
+llm = OpenAI(model="gpt-4o-mini", temperature=0, api_base=os.environ["OPENAI_BASE_URL"])  # the name only sizes llama-index's own window
+memory = ChatSummaryMemoryBuffer.from_defaults(llm=llm, token_limit=TOKEN_LIMIT)
+
+
+def tool(schema: dict) -> FunctionTool:
+    fn = schema["function"]
+    props = fn["parameters"].get("properties", {})
+    args = create_model(fn["name"] + "_args", **{k: (str | None, None) for k in props})
+
+    def run(**kw: str | None) -> str:
+        return call_tool(fn["name"], {k: v for k, v in kw.items() if v is not None})
+
+    return FunctionTool.from_defaults(fn=run, name=fn["name"], fn_schema=args,
+                                      description=fn.get("description") or fn["name"])
+
+
+tools = [tool(t) for t in TOOLS]
+loop = asyncio.new_event_loop()  # one loop for the program's life: the client's connections live in it
+
+
+def answer(text: str, now: str) -> str:
+    agent = FunctionAgent(tools=tools, llm=llm,
+                          system_prompt=f"你是一家电商的客服助手。现在是 {now}")
+
+    async def go() -> str:
+        return str(await agent.run(user_msg=text, memory=memory, max_iterations=8))
+
+    try:
+        return loop.run_until_complete(go())
+    except BadRequestError as e:
+        raise Failed(str(e.code or "rejected")) from None
+
+
+serve(answer)
