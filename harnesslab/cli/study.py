@@ -96,17 +96,18 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
     from harnesslab.study import sessions
 
     if args.action == "list":
-        print(sessions.list_sessions(args.store, as_json=args.json), end="")
-        return 0
-    if args.session is None:
+        out = sessions.list_sessions(args.store, as_json=args.json)
+    elif args.session is None:
         raise InputError(f"sessions {args.action} needs a SESSION id", field="SESSION")
-    if args.action == "show":
-        print(sessions.show_session(args.store, args.session, as_json=args.json), end="")
-        return 0
-    text, ok = sessions.resume_session(args.store, args.session, as_json=args.json,
-                                       settings=parse_sets(args.set))
-    print(text, end="")
-    return 0 if ok else 1
+    elif args.action == "show":
+        out = sessions.show_session(args.store, args.session, as_json=args.json)
+    else:
+        out = sessions.resume_session(args.store, args.session, as_json=args.json,
+                                      settings=parse_sets(args.set))
+    for note in out.notes:
+        print(f"harnesslab sessions: {note}", file=sys.stderr)
+    print(out.text, end="")
+    return 0 if out.ok else 1
 
 
 def add_sessions_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

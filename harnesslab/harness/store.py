@@ -42,7 +42,7 @@ class StoreCorrupt(ValueError):
     writer leaves at most a part line, which is not read)."""
 
     def __init__(self, path: Path, line: int, problem: str) -> None:
-        super().__init__(f"{path}:{line}: {problem}")
+        super().__init__(f"{path}:{line}: {problem}" if line else f"{path}: {problem}")
         self.path, self.line, self.problem = path, line, problem
 
 
@@ -117,15 +117,21 @@ class SessionStore:
     turns on a session (alternate instances); two writing one session at the same moment is
     not supported (a load balancer routes a session's turns one at a time)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, read_only: bool = False) -> None:
         self.root = root
+        self.read_only = read_only
+        self._cursors: dict[str, _Cursor] = {}
+        if read_only:
+            # A reader (harnesslab sessions) never creates, converts or repairs anything: a
+            # damaged file is reported and left as it is for whoever investigates it.
+            self._db = _open_read_only(root / DB_NAME)
+            return
         (root / "rollouts").mkdir(parents=True, exist_ok=True)
         self.memory_dir.mkdir(exist_ok=True)
         self._db = sqlite3.connect(root / DB_NAME, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute(_SCHEMA)
-        self._cursors: dict[str, _Cursor] = {}
 
     @property
     def memory_dir(self) -> Path:
@@ -178,8 +184,12 @@ class SessionStore:
                 for n, x in enumerate(data[:data.rfind(b"\n") + 1].splitlines(), start=1)]
 
     def sessions(self) -> list[SessionMeta]:
-        rows = self._db.execute("SELECT id, user, created, updated, turns, compactions, "
-                                "last_summary, rev, rollout FROM sessions ORDER BY created, id")
+        try:
+            rows = self._db.execute("SELECT id, user, created, updated, turns, compactions, "
+                                    "last_summary, rev, rollout FROM sessions ORDER BY "
+                                    "created, id").fetchall()
+        except sqlite3.DatabaseError as e:  # a torn page met past the first read
+            raise StoreCorrupt(self.root / DB_NAME, 0, _damaged(e)) from None
         return [SessionMeta(*r) for r in rows]
 
     def session(self, session_id: str) -> SessionMeta | None:
@@ -224,6 +234,34 @@ class SessionStore:
         return rev
 
 
+def _damaged(e: BaseException) -> str:
+    return (f"not a readable SQLite database ({e}); left as it is (the rollouts under "
+            "rollouts/ are the sessions' record)")
+
+
+def _open_read_only(db: Path) -> sqlite3.Connection:
+    """The metadata index opened read-only, checked to be an SQLite file with its table."""
+    try:
+        size = db.stat().st_size
+    except OSError as e:
+        raise StoreCorrupt(db, 0, f"cannot read: {e.strerror or e}") from None
+    if size == 0:
+        # sqlite3 would take an empty file for a new database (and a writer would fill it in).
+        raise StoreCorrupt(db, 0, "an empty file (0 bytes), not an SQLite database; left as it "
+                           "is (the rollouts under rollouts/ are the sessions' record)")
+    # No -wal file: no writer is connected (a WAL writer keeps it while open) and every commit
+    # is in the main file, read as immutable so that not even SQLite's -shm/-wal are created.
+    # With one, a writer may be live or was killed with commits in it: read through WAL.
+    wal = db.with_name(db.name + "-wal").exists()
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?{'mode=ro' if wal else 'immutable=1'}",
+                               uri=True, timeout=30)
+        conn.execute("SELECT count(*) FROM sessions").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise StoreCorrupt(db, 0, _damaged(e)) from None
+    return conn
+
+
 class StoreLink:
     """One harness instance's tie to its session in a store: which revision it holds, and the
     compactions it counted."""
@@ -255,9 +293,14 @@ class StoreLink:
 def integrity_problems(root: Path) -> list[str]:
     """What is wrong with a store folder: SQLite's integrity check, then every rollout line."""
     problems: list[str] = []
-    db = sqlite3.connect(root / DB_NAME)
+    try:
+        db = _open_read_only(root / DB_NAME)
+    except StoreCorrupt as e:
+        return [f"{DB_NAME}: {e.problem}"]
     try:
         result = [r[0] for r in db.execute("PRAGMA integrity_check")]
+    except sqlite3.DatabaseError as e:
+        result = [str(e)]
     finally:
         db.close()
     if result != ["ok"]:

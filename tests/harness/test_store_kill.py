@@ -100,8 +100,12 @@ def test_sigkill_at_20_random_points_loses_at_most_the_turn_in_flight(tmp_path: 
         saved = SessionStore(store).load("S-1")
         assert saved is not None and finished <= saved.rev <= finished + 1
         revs.append(saved.rev)
-        report, ok = resume_session(work, "S-1")
-        assert ok, report
+        out = resume_session(work, "S-1")
+        assert out.ok, out.text
+        # The rollout is ahead of the index when a kill fell between the two; said, and used.
+        index = SessionStore(store, read_only=True).session("S-1")
+        assert index is not None
+        assert (index.rev != saved.rev) == ("resumed from the rollout" in out.text), out.text
     # The kills fell at different points of a conversation that went on growing.
     assert len(set(revs)) >= 10 and revs == sorted(revs)
     compacted = SessionStore(work / "store").session("S-1")
