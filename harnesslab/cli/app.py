@@ -45,5 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessLabError as e:
         print(f"harnesslab {args.command}: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # A command stopped by Ctrl-C: one line, the shell's code for SIGINT (a sweep handles
+        # it itself, to write its table first).
+        print(f"harnesslab {args.command}: interrupted", file=sys.stderr)
+        return 130
     return code
 

@@ -5,23 +5,51 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from harnesslab.cli.common import parse_sets, positive_int
 from harnesslab.errors import InputError
+
+
+def _folder_arg(value: str | None, field: str) -> None:
+    """A folder option that names a file (or sits under one) is refused before anything
+    runs, so that no finished sweep is left without its report."""
+    if value is None:
+        return
+    p = Path(value)
+    for q in (p, *p.parents):
+        if q.exists():
+            if not q.is_dir():
+                raise InputError("is a file; expected a folder" if q == p else
+                                 f"{q} is a file; expected a folder", field=field, file=value)
+            break
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from harnesslab.sweep.plan import run_sweep
     from harnesslab.sweep.spec import compose_spec
 
+    _folder_arg(args.out, "--out")
+    if not args.no_report:
+        _folder_arg(args.reports, "--reports")
+        _folder_arg(args.report_out, "--report-out")
     spec = compose_spec(args.file, grid=args.grid or [], fixed=parse_sets(args.set),
                         scenarios=args.scenario or [], variants=args.variant or [],
                         seeds=args.seeds, first_seed=args.seed)
     outcome = run_sweep(spec, args.out, executor=args.executor, jobs=args.jobs,
-                        scheduler=args.scheduler, progress=sys.stderr.isatty())
-    print(f"{outcome.runs} runs: {outcome.done} run now, {outcome.skipped} already done, "
-          f"{outcome.errors} with an error; {outcome.seconds:.1f} s")
+                        scheduler=args.scheduler,
+                        progress="bar" if sys.stderr.isatty() else "lines")
+    redone = f", {outcome.redone} done again (their records were not whole)" \
+        if outcome.redone else ""
+    print(f"{outcome.runs} runs: {outcome.done} run now, {outcome.skipped} already done"
+          f"{redone}, {outcome.errors} with an error; {outcome.seconds:.1f} s")
     print(f"table: {outcome.table}")
+    if outcome.interrupted:
+        left = outcome.runs - outcome.skipped - outcome.done
+        print(f"harnesslab sweep: interrupted: {outcome.skipped + outcome.done} of "
+              f"{outcome.runs} runs finished and kept in the table, {left} left; to resume, "
+              f"run the same command again (finished runs are skipped)", file=sys.stderr)
+        return 130
     if not args.no_report:
         _write_report([str(outcome.out)], args)
     return 1 if outcome.errors else 0
@@ -65,8 +93,8 @@ def add_sweep_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[
         "scenarios where compaction happens. Rerunning skips finished runs.")
     w.add_argument("file", nargs="?", metavar="SWEEP_FILE", help="a sweep file (YAML)")
     w.add_argument("--grid", action="append", metavar="KEY=V1,V2",
-                   help="a swept setting and its values (repeatable), e.g. "
-                   "trigger_ratio=0.5,0.6,0.7")
+                   help="a swept setting and its values (repeatable; a key given twice "
+                   "sweeps the union of its values), e.g. trigger_ratio=0.5,0.6,0.7")
     w.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a fixed setting for every cell (repeatable)")
     w.add_argument("--scenario", action="append", metavar="PATH",

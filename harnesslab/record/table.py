@@ -82,9 +82,13 @@ def load_table(out: str | Path) -> pd.DataFrame:
     import pandas as pd
 
     path = table_path(out)
-    if path.suffix == ".parquet":
-        if not has_pyarrow():
-            raise InputError("reading a parquet table needs pyarrow: pip install pyarrow",
-                             file=str(path))
-        return pd.read_parquet(path)
-    return pd.read_csv(path)
+    if path.suffix == ".parquet" and not has_pyarrow():
+        raise InputError("reading a parquet table needs pyarrow: pip install pyarrow",
+                         file=str(path))
+    try:
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except Exception as e:  # pyarrow's ArrowInvalid, pandas' ParserError, OSError: all damage
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"not a readable sweep table ({first}); it is rebuilt from rows.jsonl "
+                         "by running the same harnesslab sweep again (finished runs are "
+                         "skipped)", file=str(path)) from None

@@ -113,7 +113,8 @@ class ProcessExecutor(_Base):
         # spawn: a worker starts clean (no copy of this process's threads or locks) and the
         # same code runs on Linux, macOS and Windows.
         self._pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(items)),
-                                         mp_context=multiprocessing.get_context("spawn"))
+                                         mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_ignore_sigint)
         # Keep a bounded number in flight so that results are handed back as they finish and
         # a long queue is not pickled up front.
         todo = iter(items)
@@ -134,10 +135,28 @@ class ProcessExecutor(_Base):
             raise HarnessLabError(f"a worker process died ({e}); the finished runs are kept: "
                                   "run the same sweep again to resume") from None
 
+    def __exit__(self, *exc: object) -> None:
+        if exc and exc[0] is KeyboardInterrupt and self._pool is not None:
+            # Ctrl-C: the runs under way are dropped (their rows were never written; a rerun
+            # does them), not waited for.
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.terminate()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        self.close()
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group: the coordinator alone handles it (it writes the
+    # table), so a worker neither prints a KeyboardInterrupt traceback nor dies mid-record.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @register_executor("dask")

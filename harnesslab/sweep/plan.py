@@ -18,11 +18,12 @@ dropped and its run done again). The table (``sweep.parquet`` with pyarrow, else
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,13 +136,103 @@ class SweepOutcome:
     skipped: int     # runs found finished and skipped
     errors: int      # runs recorded with an error
     seconds: float   # wall time of this invocation (not in the table)
+    interrupted: bool = False  # stopped by Ctrl-C: the table holds the runs finished so far
+    redone: int = 0  # runs whose row was there but whose record was not whole: done again
+
+
+def record_whole(path: Path) -> bool:
+    """A run's record ends with its result (or its error) on a whole last line: a record cut
+    by a kill or a full disk does not, and its run is done again."""
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - (1 << 20)))
+            tail = f.read()
+    except OSError:
+        return False
+    if not tail.endswith(b"\n"):
+        return False
+    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        return json.loads(last).get("type") in ("result", "run_error")
+    except (ValueError, AttributeError):
+        return False
+
+
+class Progress:
+    """Progress on stderr: tqdm's bar on a terminal; elsewhere (a log, CI) a plain line after
+    the first run, then every 10 s or every tenth of the sweep, and at the end."""
+
+    EVERY_SECONDS = 10.0
+
+    def __init__(self, mode: str | None, total: int, initial: int) -> None:
+        import sys
+
+        self.mode, self.total, self.count, self.errors = mode, total, initial, 0
+        self._stream = sys.stderr
+        self._bar: Any = None
+        self._t0 = self._last = time.monotonic()
+        self._last_count = initial
+        self._first = True
+        self._step = max(1, (total - initial) // 10)
+        if mode == "bar":
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=initial, unit="run", desc="sweep",
+                             dynamic_ncols=True)
+        elif mode == "lines":
+            self._line(f"{total - initial} to run, {initial} already done")
+
+    def _line(self, text: str) -> None:
+        print(f"sweep: {text}", file=self._stream, flush=True)
+
+    def update(self, row: Mapping[str, Any]) -> None:
+        self.count += 1
+        self.errors += bool(row.get("error"))
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{row['scenario']}", refresh=False)
+            self._bar.update()
+            return
+        if self.mode != "lines":
+            return
+        now = time.monotonic()
+        if (self._first or self.count == self.total or now - self._last >= self.EVERY_SECONDS
+                or self.count - self._last_count >= self._step):
+            self._first = False
+            self._line(f"{self.count}/{self.total} runs ({100 * self.count / self.total:.0f}%)"
+                       f", {self.errors} with an error, {now - self._t0:.0f} s")
+            self._last, self._last_count = now, self.count
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[Callable[[], bool]]:
+    """Hold Ctrl-C back while the block runs (in the main thread); yields "did one come?"."""
+    import signal
+    import threading
+
+    came: list[object] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    old = signal.signal(signal.SIGINT, lambda *_: came.append(1))
+    try:
+        yield lambda: bool(came)
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processes",
               jobs: int | None = None, scheduler: str | None = None,
               on_row: Callable[[dict[str, Any]], None] | None = None,
-              progress: bool = False, table_format: str | None = None) -> SweepOutcome:
-    """Run what is not done yet of the sweep into ``out_dir``; rebuild its table."""
+              progress: bool | str | None = False,
+              table_format: str | None = None) -> SweepOutcome:
+    """Run what is not done yet of the sweep into ``out_dir``; rebuild its table. ``progress``:
+    "bar" (tqdm; True means this too), "lines" (plain lines for a log) or nothing. Ctrl-C stops
+    the runs under way, writes the table of the finished ones and returns (``interrupted``)."""
     from harnesslab.run.executors import make_executor
 
     t0 = time.perf_counter()
@@ -151,14 +242,16 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
     write_manifest(spec, tasks, out)
     rows = RowsFile(out)
     done = rows.keys()
+    redo = {r["run_key"] for r in rows.rows() if r["run_key"] in done and r.get("record")
+            and not record_whole(out / r["record"])}
+    for key in redo:
+        rows.redo(key)
+    done -= redo
     pending = sorted((t for t in tasks if t.run_key not in done),
                      key=lambda t: (-t.cost, t.run_key))
-    bar = None
-    if progress and pending:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(tasks), initial=len(tasks) - len(pending), unit="run",
-                   desc="sweep", dynamic_ncols=True)
+    bar: Progress | None = None
+    interrupted = False
+    ran = 0
     if executor == "dask":
         # Dask workers may share no disk with this process (their own machines, or private
         # folders): the scenario's bytes go with each task, the run's files come back with
@@ -168,20 +261,28 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
                    for t in pending]
     try:
         with make_executor(executor, jobs=jobs, scheduler=scheduler) as ex:
+            if pending:  # after the executor is up: a missing extra is the only line
+                bar = Progress("bar" if progress is True else progress or None, len(tasks),
+                               len(tasks) - len(pending))
             for result in ex.map_unordered(run_task, pending):
                 write_shipped(out, result)
                 rows.append(result)
+                ran += 1
                 if on_row is not None:
                     on_row(result["row"])
                 if bar is not None:
-                    bar.set_postfix_str(f"{result['row']['scenario']}", refresh=False)
-                    bar.update()
+                    bar.update(result["row"])
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
         if bar is not None:
             bar.close()
     wanted = {t.run_key for t in tasks}
     table_rows = [r for r in rows.rows() if r["run_key"] in wanted]
-    table = write_table(table_rows, out, table_format)
-    return SweepOutcome(out, table, len(tasks), len(pending), len(tasks) - len(pending),
+    with _sigint_deferred() as late:
+        # A Ctrl-C now would lose the table of runs already finished: it waits for it.
+        table = write_table(table_rows, out, table_format)
+    interrupted = interrupted or late()
+    return SweepOutcome(out, table, len(tasks), ran, len(tasks) - len(pending),
                         sum(1 for r in table_rows if r.get("error")),
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, interrupted, len(redo))

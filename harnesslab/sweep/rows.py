@@ -192,7 +192,8 @@ class RowsFile:
     """``OUT/rows.jsonl``: one line per finished run, appended and fsync'd by one writer.
 
     A line is ``{"row": {...}, "timing": {...}}``. A last line cut short by a kill is dropped
-    on open (its run is done again); a broken line before the last is bad input."""
+    on open (its run is done again); a broken line before the last is bad input. A key's last
+    line wins (a run done again because its record was not whole)."""
 
     def __init__(self, out: Path) -> None:
         self.path = out / ROWS
@@ -220,8 +221,10 @@ class RowsFile:
                                  file=str(self.path), line=n) from None
             if last:
                 break  # no newline yet: the write was not finished
-            self._rows.setdefault(key, obj["row"])
-            self._timings.setdefault(key, obj.get("timing", {}))
+            # The last line of a key wins: a run done again (its record was not whole) is
+            # appended after the row it replaces.
+            self._rows[key] = obj["row"]
+            self._timings[key] = obj.get("timing", {})
             good += len(raw) + 1
         if good < len(data):
             with self.path.open("r+b") as f:
@@ -237,6 +240,11 @@ class RowsFile:
 
     def timings(self) -> dict[str, dict[str, Any]]:
         return dict(self._timings)
+
+    def redo(self, key: str) -> None:
+        """Forget a finished run (its record is not whole): it is done again and appended."""
+        self._rows.pop(key, None)
+        self._timings.pop(key, None)
 
     def append(self, result: Mapping[str, Any]) -> None:
         key = result["row"]["run_key"]

@@ -84,7 +84,8 @@ class SweepSpec:
 # --- the grid from the command line and from a file ---------------------------------------------
 
 def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
-    """``--grid KEY=V1,V2`` items: each value a YAML scalar or flow collection."""
+    """``--grid KEY=V1,V2`` items: each value a YAML scalar or flow collection. A key given
+    twice sweeps the union of its values, in the order given (a value repeated once)."""
     grid: dict[str, list[Any]] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -99,8 +100,19 @@ def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
         except yaml.YAMLError:
             # Not one flow sequence (e.g. a bare colon): each comma-separated item on its own.
             values = [parse_value(v) for v in raw.split(",")]
-        grid[key] = list(values)
+        have = grid.setdefault(key, [])
+        seen = {_canon(v) for v in have}
+        for v in values:
+            if _canon(v) not in seen:
+                seen.add(_canon(v))
+                have.append(v)
     return grid
+
+
+def _canon(v: Any) -> str:
+    import json
+
+    return json.dumps(v, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _resolve_scenarios(entries: Sequence[str], base: Path, where: str, lines: dict[str, int],
@@ -155,6 +167,10 @@ def load_sweep(path: str | Path) -> SweepSpec:
         raise InputError(f"bad YAML: {getattr(e, 'problem', None) or e}", file=src,
                          line=mark.line + 1 if mark else None) from None
     lines = _node_lines(node)
+    if isinstance(data, dict) and {"id", "steps"} <= set(data):
+        raise InputError("a scenario file, not a sweep file: give it as --scenario "
+                         f"{src} (a sweep file holds scenarios, variants, seeds, set, grid)",
+                         file=src, line=1)
     if not isinstance(data, dict):
         raise InputError("a sweep file holds a mapping (scenarios, seeds, set, grid)", file=src,
                          line=1)
