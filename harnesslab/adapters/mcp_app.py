@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,9 @@ class ToolSession:
     identity: IdentityMode = "bind"
     sink: EventSink | None = None
     calls: int = 0
+    # Called after each tool run (the record's flush): a server stopped by a signal, or killed,
+    # still has every finished call in its record.
+    after: Callable[[], None] | None = None
     # The runner's thread and the server's event loop share the record: one call at a time.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -80,6 +83,8 @@ class ToolSession:
                 self.sink.emit({"type": "tool_policy", "id": f"mcp-{self.calls}", "name": name,
                                 "claimed": b.claimed, "identity": b.decision,
                                 "truncated": False, "via": "mcp"})
+            if self.after is not None:
+                self.after()
         return out
 
 

@@ -119,6 +119,12 @@ def content_kind(text: str) -> str:
     return "json" if braces * 8 > len(text) else script_kind(text)
 
 
+TRUNCATED = ("truncated record: the last line is incomplete (the run was stopped while writing "
+             "it); every line before it is intact")
+# Header keys of live records, written while a client talks and never closed by a result.
+LIVE_KEYS = ("wire_session", "mcp_session")
+
+
 @dataclass
 class Record:
     header: dict[str, Any]
@@ -246,7 +252,15 @@ class Record:
                 with gzip.open(p, "rt", encoding="utf-8") as f:
                     text = f.read()
             else:
-                text = p.read_text(encoding="utf-8")
+                data = p.read_bytes()
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    if e.reason == "unexpected end of data":
+                        # Cut inside a character: the writer was stopped in mid-line.
+                        raise InputError(TRUNCATED, file=str(p),
+                                         line=data.count(b"\n") + 1) from None
+                    raise
         except (gzip.BadGzipFile, EOFError, zlib.error) as e:
             raise InputError(f"not a readable gzip file ({e})", file=str(p)) from None
         except OSError as e:
@@ -267,9 +281,7 @@ class Record:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 if n == last and not text.endswith("\n"):
-                    raise InputError("truncated record: the last line is incomplete (the run was "
-                                     "stopped while writing it); every line before it is intact",
-                                     file=str(p), line=n) from None
+                    raise InputError(TRUNCATED, file=str(p), line=n) from None
                 raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(p),
                                  line=n) from None
             if not isinstance(obj, dict) or "type" not in obj:
@@ -312,4 +324,21 @@ class Record:
                     refs.append(ref)
         if header is None:
             raise InputError("empty record", file=str(p))
-        return cls(header, events, blobs, _refs=refs)
+        if not text.endswith("\n"):
+            raise InputError(TRUNCATED, file=str(p), line=last)
+        rec = cls(header, events, blobs, _refs=refs)
+        if rec.run_record and not rec.finished:
+            # Cut at a line end: every line is whole, but the run's verdict never came.
+            raise InputError("truncated record: it ends without the run's result or error "
+                             "(the run was stopped before it finished); every line is intact",
+                             file=str(p), line=last)
+        return rec
+
+    @property
+    def run_record(self) -> bool:
+        """A run's record (it ends with the run's result), not a live session's (serve, mcp)."""
+        return not any(k in self.header for k in LIVE_KEYS)
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.events) and self.events[-1]["type"] in ("result", "run_error")

@@ -25,6 +25,7 @@ def scenario_session(sc: Scenario, variant: Variant, *, seed: int = 0, source: P
     The world's clock stands at the scenario's start."""
     settings = resolve_settings(sc, variant, cli_set)
     world = World(sc.world.with_tools(settings.tools))
-    writer = open_record(sc, variant, seed, source, settings, world, record)
+    writer = open_record(sc, variant, seed, source, settings, world, record, mcp_session=1)
     door = ToolDoor(ToolBox(world, seed=seed), writer, sc.session.user)
-    return ToolSession(sc.session.user, door, settings.harness.identity, writer), writer
+    return ToolSession(sc.session.user, door, settings.harness.identity, writer,
+                       after=writer.flush), writer
