@@ -215,17 +215,21 @@ def _is_tag_position(loc: tuple[int | str, ...], idx: int) -> bool:
 
 
 def scenario_paths(paths: list[str]) -> list[Path]:
-    """Files and folders (all *.yaml inside, sorted) as a flat list of scenario files."""
+    """Files, folders (all *.yaml inside, sorted) and bundled scenario ids (a name that is no
+    file here, such as ``followup-o1001-zh``) as a flat list of scenario files."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
+        bundled = bundled_dir() / f"{raw}.yaml"
+        if not p.exists() and "/" not in raw and bundled.is_file():
+            p = bundled
         if p.is_dir():
             found = sorted(x for x in p.iterdir() if x.suffix in (".yaml", ".yml"))
             if not found:
                 raise InputError("no scenario files (*.yaml) in this folder", file=str(p))
             out += found
         elif not p.exists():
-            raise InputError("no such file or folder", file=str(p))
+            raise InputError("no such file or folder, nor a bundled scenario id", file=str(p))
         else:
             out.append(p)
     return out
