@@ -148,7 +148,7 @@ QUESTION = "the question of this turn"
 def _lost(rec: Record, call: dict[str, Any], question_missing: bool
           ) -> tuple[list[str], dict[str, Any] | None]:
     """Facts some earlier reply call showed that this one does not (and the turn's question
-    when the request lacks it), and the last compaction between where they were last shown
+    when the request lacks it), and the first compaction between where they were last shown
     and this call."""
     now = set(fact_names(call.get("present")))
     last_seen: dict[str, int] = {}
@@ -170,7 +170,9 @@ def _lost(rec: Record, call: dict[str, Any], question_missing: bool
              if e["type"] == "compaction" and e.get("applied")]
     if not comps:
         return lost, None
-    i, c = comps[-1]
+    # The first compaction after the facts were last shown is the one that took them out; the
+    # later ones (several during one long filler) compacted what was already without them.
+    i, c = comps[0]
     dropped = [f for f in lost if last_seen[f] <= i]
     return lost, {"step": c["step"], "strategy": c.get("strategy"), "removed": c.get("removed"),
                   "kept": c.get("kept"), "summary_ok": c.get("summary_ok"),

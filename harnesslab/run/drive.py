@@ -197,7 +197,9 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             cfg, spec = s.harness, step.filler
             locale = spec.locale or sc.locale
             if spec.times_trigger is not None:
-                target = spec.times_trigger * cfg.trigger_ratio * cfg.context_size
+                base = s.filler_base if s.filler_base is not None else \
+                    cfg.trigger_ratio * cfg.context_size
+                target = spec.times_trigger * base
                 pairs = make_filler(rule, target, locale, seed, start=fillers)
                 harness.preload(pairs)
                 drawn = len(pairs)

@@ -140,6 +140,8 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
         "expect_fail": [f if isinstance(f, str) else f.model_dump() for f in variant.expect_fail],
         # Only a real model is named: the fake model's records stay as they were.
         **({"model": s.model.header()} if s.model.real else {}),
+        # Only a sweep's common sizing is named: other records stay as they were.
+        **({"filler_base": s.filler_base} if s.filler_base is not None else {}),
     }
 
 

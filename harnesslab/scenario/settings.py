@@ -7,7 +7,9 @@ Keys: any harness field (``harness``, ``strategy``, ``context_size``,
 ``service.<field>``; ``summarizer`` / ``extractor`` (mappings: how faithfully the fake model
 summarizes, and answers a pin or memory extraction) and their ``.<field>``; ``world.tools.<tool>`` (the
 world's spec of that tool, replaced whole: max_age, failures); ``model`` (``fake``, the default,
-or ``openai-compatible``: a real model, ``bench.real_model``) and ``model.<field>``.
+or ``openai-compatible``: a real model, ``bench.real_model``) and ``model.<field>``;
+``filler_base`` (tokens: what a ``times_trigger`` filler multiplies instead of trigger_ratio x
+context_size; a sweep sets it once for its grid, ``harnesslab.sweep.plan``).
 
 Layers, later wins: the defaults, the scenario's own settings, the command line (or a sweep
 cell), then the variant's ``set``: a variant keeps what defines it whatever the command line
@@ -39,6 +41,9 @@ class Settings:
     extractor: dict[str, Any]
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # world tool spec overrides
     model: ModelSpec = field(default_factory=ModelSpec)  # which model answers
+    # What a times_trigger filler multiplies, in tokens: a sweep sets it once for its grid so
+    # that every cell runs the same conversation; None: trigger_ratio x context_size.
+    filler_base: float | None = None
 
 
 def _first_error(e: ValidationError, prefix: str = "") -> InputError:
@@ -68,9 +73,15 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
     models: dict[str, dict[str, Any]] = {"summarizer": {}, "extractor": {}}
     tools: dict[str, dict[str, Any]] = {}
     model: dict[str, Any] = {}
+    filler_base: float | None = None
     for layer in overrides:
         for key, value in layer.items():
-            if key == "service":
+            if key == "filler_base":
+                if value is not None and (isinstance(value, bool) or not isinstance(
+                        value, int | float) or value <= 0):
+                    raise InputError("expected a positive number of tokens, or null", field=key)
+                filler_base = None if value is None else float(value)
+            elif key == "service":
                 if isinstance(value, str):
                     # Another profile; field overrides from earlier layers (a scenario's small
                     # window) still hold.
@@ -116,7 +127,7 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
                     "unknown setting; expected a harness field ("
                     + ", ".join(f for f in HarnessConfig.model_fields
                                 if f not in ("codex", "memory"))
-                    + "), codex.<field>, memory[.<field>], service[.<field>], "
+                    + "), codex.<field>, memory[.<field>], service[.<field>], filler_base, "
                     "summarizer[.<field>], "
                     "extractor[.<field>], world.tools.<tool> or model[.<field>]", field=key)
     try:
@@ -160,7 +171,8 @@ def resolve(overrides: list[Mapping[str, Any]]) -> Settings:
         answering = ModelSpec.model_validate(model)
     except ValidationError as e:
         raise _first_error(e, "model.") from None
-    return Settings(cfg, profile, models["summarizer"], models["extractor"], tools, answering)
+    return Settings(cfg, profile, models["summarizer"], models["extractor"], tools, answering,
+                    filler_base)
 
 
 def scenario_layers(sc: Scenario) -> list[Mapping[str, Any]]:

@@ -32,7 +32,7 @@ from harnesslab.errors import InputError
 from harnesslab.record.table import MANIFEST, write_table
 from harnesslab.scenario.loader import load_scenario
 from harnesslab.scenario.schema import Scenario, Variant
-from harnesslab.scenario.settings import resolve_settings
+from harnesslab.scenario.settings import Settings, resolve_settings
 from harnesslab.sweep.rows import RowsFile, SweepTask, run_task, write_shipped
 from harnesslab.sweep.spec import SweepSpec
 
@@ -88,6 +88,23 @@ def _cell_error(spec: SweepSpec, e: InputError, cell: Mapping[str, Any], sc: Sce
                       field=e.field or ("grid" if spec.source else "--grid"))
 
 
+def common_filler_base(sc: Scenario, cells: Sequence[Settings]) -> float | None:
+    """What the scenario's ``times_trigger`` fillers multiply in every cell of a variant: the
+    grid's largest trigger (trigger_ratio x context_size), so that every cell runs the same
+    conversation and even the cell with the largest trigger compacts during it. None when
+    the cells agree already (nothing to fix: their runs are those of ``harnesslab run``), the
+    scenario has no such filler, or a setting gives a base of its own."""
+    from harnesslab.scenario.schema import FillerStep
+
+    if not any(isinstance(st, FillerStep) and st.filler.times_trigger is not None
+               for st in sc.steps):
+        return None
+    if any(s.filler_base is not None for s in cells):
+        return None
+    triggers = {s.harness.trigger_ratio * s.harness.context_size for s in cells}
+    return max(triggers) if len(triggers) > 1 else None
+
+
 def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
     """Every run of the sweep, validated: each (scenario, variant, cell) resolves."""
     out = str(Path(out_dir).resolve())
@@ -100,11 +117,16 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
         variants = [v for v in sc.variants if spec.variants is None or v.name in spec.variants]
         steps = len(sc.steps)
         for v in variants:
+            resolved = []
             for cell in cells:
                 try:
-                    s = resolve_settings(sc, v, cell)
+                    resolved.append(resolve_settings(sc, v, cell))
                 except InputError as e:
                     raise _cell_error(spec, e, cell, sc, v) from None
+            base = common_filler_base(sc, resolved)
+            for cell, s in zip(cells, resolved, strict=True):
+                if base is not None and "filler_base" not in cell:
+                    cell = {**cell, "filler_base": base}
                 cost = float(s.harness.context_size * steps)
                 for seed in spec.seeds:
                     tasks.append(SweepTask(run_key(sc.id, sha, v.name, cell, seed),
