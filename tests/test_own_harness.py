@@ -17,7 +17,8 @@ from harnesslab.record.format import Record
 from harnesslab.run.runner import run_scenario_file
 from harnesslab.scenario.loader import bundled_dir
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+# The harness is in docs/your-harness.md (the README points there).
+README = Path(__file__).resolve().parents[1] / "docs" / "your-harness.md"
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "own-harness.md"
 
 
@@ -34,7 +35,7 @@ def page_lists() -> tuple[set[str], dict[str, str]]:
 
 def readme_harness(folder: Path) -> Path:
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Testing your own harness"):]
+    section = text[text.index("# Testing your own harness"):]
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code is not None
     path = folder / "my_harness.py"

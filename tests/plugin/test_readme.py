@@ -1,4 +1,4 @@
-"""The README's "CI regression suites with pytest": its config is valid, its fixture example
+"""docs/pytest.md, "CI regression suites with pytest": its config is valid, its fixture example
 runs, its workflow is YAML that runs the options the plugin has."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import yaml
 from harnesslab.ci.config import CIConfig, parse_config
 from tests.plugin.support import FOLLOWUP, INI
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "pytest.md"
 
 
 def _section() -> str:
     text = README.read_text(encoding="utf-8")
-    return text[text.index("## CI regression suites with pytest"):]
+    return text[text.index("# CI regression suites with pytest"):]
 
 
 def _blocks(lang: str) -> list[str]:
