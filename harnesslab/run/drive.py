@@ -197,9 +197,9 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             cfg, spec = s.harness, step.filler
             locale = spec.locale or sc.locale
             if spec.times_trigger is not None:
-                base = s.filler_base if s.filler_base is not None else \
-                    cfg.trigger_ratio * cfg.context_size
-                target = spec.times_trigger * base
+                # In that order: the product's rounding is in every record's filler event.
+                target = spec.times_trigger * s.filler_base if s.filler_base is not None \
+                    else spec.times_trigger * cfg.trigger_ratio * cfg.context_size
                 pairs = make_filler(rule, target, locale, seed, start=fillers)
                 harness.preload(pairs)
                 drawn = len(pairs)

@@ -65,6 +65,9 @@ def settings_table() -> str:
         for name, f in SummarizerProfile.model_fields.items():
             rows.append(f"| `{prefix}.{name}` | `{_default(f)}` | "
                         f"{_cell(f.description or '')} |")
+    rows.append("| `filler_base` | `null` | Tokens a `times_trigger` filler multiplies instead "
+                "of trigger_ratio x context_size (a sweep sets it once for its grid: "
+                "[sweeps.md](sweeps.md)) |")
     rows.append("| `world.tools.<tool>` | the scenario's | A world tool's spec, replaced whole "
                 "(max_age, failures) |")
     for name, f in ModelSpec.model_fields.items():
