@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     import pandas as pd
     from markupsafe import Markup
 
-MAX_DRILLDOWNS = 24
+# Candidates (scenario, variant, strategy, failed checks) read for their cause; after grouping
+# by cause far fewer drill-downs are shown.
+MAX_DRILLDOWNS = 48
 MAX_GALLERY = 24
 
 
@@ -152,6 +154,33 @@ def select_runs(df: pd.DataFrame, grid: Sequence[str]) -> tuple[list[dict[str, A
     return drill[:MAX_DRILLDOWNS], gallery[:MAX_GALLERY]
 
 
+def cause_of(view: dict[str, Any]) -> tuple[Any, ...]:
+    """A failure's cause, as a person groups them: the scenario, the checks that failed (by
+    id) and what the failing request lost (the facts, or the question itself), whatever the
+    variant or strategy that got there."""
+    first = (view.get("failures") or [{}])[0]
+    return (view["scenario"], view["failed_checks"], tuple(first.get("lost") or ()),
+            bool(first.get("question_missing")))
+
+
+def group_by_cause(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One drill-down per cause: the first run's view, with the count, the runs and the
+    (variant, strategy) pairs behind it; the most frequent causes first."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for v in views:
+        g = groups.get(cause_of(v))
+        if g is None:
+            groups[cause_of(v)] = {**v, "same": list(v["same"]),
+                                   "where": [(v["variant"], v["strategy"], len(v["same"]))]}
+            continue
+        g["same"] = sorted({*g["same"], *v["same"]})
+        g["where"].append((v["variant"], v["strategy"], len(v["same"])))
+    out = sorted(groups.values(), key=lambda g: (-len(g["same"]), g["scenario"], g["run_key"]))
+    for g in out:
+        g["where_label"] = ", ".join(f"{var} · {st} ({n})" for var, st, n in sorted(g["where"]))
+    return out
+
+
 def _run_view(sweep_dir: Path, sel: dict[str, Any], with_drill: bool) -> dict[str, Any]:
     from harnesslab.report import plots, runs
 
@@ -206,11 +235,14 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
                    "not_applicable": sum(n["runs"] for n in tables.not_applicable(df)),
                    "unmatched": sum(u["runs"] for u in tables.unmatched(df, grid))},
         "data": data, "svgs": svgs, "by_strategy": by_strategy, "controls": ctl,
+        "controls_off": ", ".join(f"{c['scenario']}/{c['variant']} {c['runs'] - c['as_designed']}"
+                                  for c in ctl if c["as_designed"] != c["runs"]),
         "pinned": tables.pinned_variants(df, grid), "errors": tables.errors(df),
         "unreadable": tables.unreadable(df),
         "not_applicable": tables.not_applicable(df),
         "unmatched": tables.unmatched(df, grid),
-        "drilldowns": [_run_view(d, s, True) for s in drill],
+        "drilldowns": group_by_cause([_run_view(d, s, True) for s in drill]),
+        "failing_runs": int((~comp["all_passed"].astype(bool)).sum()) if len(comp) else 0,
         "gallery": [_run_view(d, s, False) for s in gallery],
     }
 

@@ -252,9 +252,9 @@ def controls(df: pd.DataFrame) -> list[dict[str, Any]]:
                     "as_designed": int(g["expected"].astype(bool).sum()),
                     "failed_checks": sorted({c for s in g["failed_checks"].fillna("")
                                              for c in str(s).split(";") if c}),
-                    "not_as_designed": [{"run_key": str(r.run_key), "cell": str(r.cell),
-                                         "unexpected": str(r.unexpected or r.error or "")}
-                                        for r in bad.itertuples()][:5],
+                    # One line per distinct way it went wrong, with how many runs and which
+                    # cells: the same surprise in 60 cells is one line, not 60.
+                    "not_as_designed": _surprises(bad),
                     "not_as_designed_count": len(bad),
                     "run_keys": sorted(g["run_key"])})
     return out
@@ -270,6 +270,18 @@ def unreadable(df: pd.DataFrame) -> list[dict[str, Any]]:
              "checks": sorted({c for s in g["unreadable_checks"] for c in str(s).split(";") if c}),
              "run_keys": sorted(g["run_key"])}
             for (sc, var), g in hit.groupby(["scenario", "variant"], sort=True)]
+
+
+def _surprises(bad: pd.DataFrame) -> list[dict[str, Any]]:
+    by: dict[str, list[Any]] = {}
+    for r in bad.itertuples():
+        by.setdefault(str(r.unexpected or r.error or ""), []).append(r)
+    out = []
+    for text, rs in sorted(by.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        strategies = sorted({str(r.strategy) for r in rs})
+        out.append({"unexpected": text, "runs": len(rs), "strategies": strategies,
+                    "run_keys": sorted(str(r.run_key) for r in rs)})
+    return out
 
 
 def pinned_variants(df: pd.DataFrame, grid: Sequence[str]) -> list[dict[str, Any]]:
