@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 # by cause far fewer drill-downs are shown.
 MAX_DRILLDOWNS = 48
 MAX_GALLERY = 24
+# Drill-downs shown open; the others are one line each until clicked (the page stays a few
+# screens tall, every cause one click away).
+OPEN_DRILLDOWNS = 2
 
 
 def script_json(obj: Any) -> Markup:
@@ -241,6 +244,7 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
         "unreadable": tables.unreadable(df),
         "not_applicable": tables.not_applicable(df),
         "unmatched": tables.unmatched(df, grid),
+        "OPEN_DRILLDOWNS": OPEN_DRILLDOWNS,
         "drilldowns": group_by_cause([_run_view(d, s, True) for s in drill]),
         "failing_runs": int((~comp["all_passed"].astype(bool)).sum()) if len(comp) else 0,
         "gallery": [_run_view(d, s, False) for s in gallery],

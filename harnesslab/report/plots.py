@@ -154,19 +154,22 @@ def estimate_error(data: dict[str, list[dict[str, Any]]]) -> str:
 def survival(series: list[dict[str, Any]]) -> str:
     fig, ax = plt.subplots(figsize=(5.6, 3.0))
     order = [s["strategy"] for s in series]
+    styles = ("-", "--", ":", "-.")
+    marks = ("o", "s", "^", "D", "v", "P")
     for i, s in enumerate(series):
-        ks = [p["k"] for p in s["points"]]
-        # Thinner for each later line, so that lines lying on one another all stay visible.
-        width = max(1.2, 5.0 - 1.6 * i)
-        ax.plot(ks, [p["mean"] for p in s["points"]], marker="o", label=s["strategy"],
-                color=color(s["strategy"], order), linewidth=width, markersize=width + 3,
-                alpha=0.9)
+        # Lines that lie on one another (pinned and structured often keep the same facts) stay
+        # apart: each its own dash and marker, and a small sideways shift.
+        shift = 0.08 * (i - (len(series) - 1) / 2)
+        ks = [p["k"] + shift for p in s["points"]]
+        ax.plot(ks, [p["mean"] for p in s["points"]], marker=marks[i % len(marks)],
+                linestyle=styles[i % len(styles)], label=s["strategy"],
+                color=color(s["strategy"], order), linewidth=2.0, markersize=6, alpha=0.9)
     ax.set_xlabel("compaction number")
     ax.set_ylabel("facts still shown")
     ax.set_ylim(-0.05, 1.05)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.25)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     fig.tight_layout()
     return svg(fig)
 
@@ -184,7 +187,14 @@ def sawtooth(tr: dict[str, Any]) -> str:
             linestyle="--", label=f"estimate ({tr['estimator']})")
     ax.axhline(tr["trigger"], color="#8e44ad", linewidth=1, linestyle=":",
                label=f"trigger {tr['trigger']:.0f}")
-    ax.axhline(tr["window"], color="#c0392b", linewidth=1, label=f"true window {tr['window']}")
+    top = max([tr["trigger"], *(c["true"] for c in calls), *(c["estimate"] or 0 for c in calls)],
+              default=1)
+    # The true window only when it is on the axis: a 128000 window over a 4096-token context
+    # would squash the plot, and a legend entry for a line not drawn misleads.
+    window_shown = tr["window"] <= top * 1.6
+    if window_shown:
+        ax.axhline(tr["window"], color="#c0392b", linewidth=1,
+                   label=f"true window {tr['window']}")
     index = {c["call"]: i + 1 for i, c in enumerate(calls)}
     for k, comp in enumerate(tr["compactions"]):
         ax.axvline(index.get(comp["after_call"], 0) + 0.5, color="#7f8c8d", linewidth=1,
@@ -193,16 +203,17 @@ def sawtooth(tr: dict[str, Any]) -> str:
     if over:
         ax.scatter(over, [calls[i - 1]["true"] for i in over], marker="x", color="#c0392b",
                    s=50, zorder=4, label="rejected (overflow)")
-    top = max([tr["trigger"], *(c["true"] for c in calls), *(c["estimate"] or 0 for c in calls)],
-              default=1)
-    ax.set_ylim(0, top * 1.18 if tr["window"] > top * 1.6 else max(top, tr["window"]) * 1.08)
+    ax.set_ylim(0, max(top, tr["window"]) * 1.08 if window_shown else top * 1.18)
     ax.set_xlim(0.5, len(calls) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(FuncFormatter(_k))
     ax.set_xlabel("model call")
     ax.set_ylabel("tokens")
     ax.grid(alpha=0.2)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if not window_shown:
+        ax.set_title(f"true window {tr['window']:,} (above the axis)", fontsize=9, loc="right",
+                     color="#555")
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return svg(fig)
 
@@ -218,7 +229,14 @@ def fact_strip(fx: dict[str, Any]) -> str:
         for k in fx["compactions"]:
             ax.axvline(k - 0.5, color="#c0392b", linewidth=1.2)
     ax.set_xlabel("reply call (red: a compaction)")
-    ax.set_xticks([])
+    calls = fx.get("calls") or []
+    if facts and calls:
+        # Ticks name the model call of each column, a few of them, as the sawtooth numbers them.
+        step = max(1, len(calls) // 10)
+        cols = list(range(0, len(calls), step))
+        ax.set_xticks(cols, [str(calls[i]) for i in cols], fontsize=8)
+    else:
+        ax.set_xticks([])
     for s in ax.spines.values():
         s.set_visible(False)
     fig.tight_layout()

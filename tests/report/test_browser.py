@@ -54,3 +54,55 @@ def test_report_renders_without_console_errors_and_markup_stays_text(rendered: P
         assert page.locator("article.drill").count() >= 1
         assert page.locator("svg").count() >= 4 + 2 * page.locator("article.drill").count()
         page.close()
+
+
+# The page a person reads at the default grid: about three screens plus what they open.
+MAX_PAGE_HEIGHT = 12_000
+
+
+def page_height(html: Path, width: int = 1400) -> int:
+    with browser() as b:
+        page = b.new_page(viewport={"width": width, "height": 900})
+        page.goto(html.resolve().as_uri())
+        page.wait_for_load_state("load")
+        height = int(page.evaluate("document.documentElement.scrollHeight"))
+        page.close()
+    return height
+
+
+def test_the_default_grid_s_report_is_a_few_screens_with_grouped_drilldowns(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    if chromium_path() is None:
+        pytest.skip("no chromium executable (Debian: apt-get install chromium; .ci/run does)")
+    import os
+
+    root = tmp_path_factory.mktemp("default-grid")
+    # HARNESSLAB_DEFAULT_SWEEP: a finished default sweep folder to reuse (it takes minutes).
+    sweep = Path(os.environ.get("HARNESSLAB_DEFAULT_SWEEP") or root / "sweep")
+    out = root / "report"
+    if not (sweep / "sweep.json").exists():
+        assert main(["sweep", "--out", str(sweep), "--no-report"]) == 0
+    assert main(["report", str(sweep), "--report-out", str(out), "--screenshots"]) == 0
+    height = page_height(out / "index.html")
+    print(f"default grid report: {height} px tall at 1400 px")
+    assert height <= MAX_PAGE_HEIGHT
+    for name in ("first-screen.png", "drilldown.png"):
+        assert (out / name).read_bytes().startswith(PNG)
+    with browser() as b:
+        page, check = open_page(b, out / "index.html")
+        assert check.console_errors == [] and check.page_errors == []
+        drills = page.locator("article.drill")
+        # Grouped by cause: every drill-down counts the runs behind it, and no two share a cause.
+        heads = [drills.nth(i).locator("summary").inner_text() for i in range(drills.count())]
+        assert heads and all(" with this cause, under " in h for h in heads)
+        assert len(set(heads)) == len(heads)
+        page.close()
+
+
+def test_a_report_past_the_height_limit_is_seen(rendered: Path, tmp_path: Path) -> None:
+    # The control: every drill-down open and repeated makes the page taller than the limit.
+    text = (rendered / "index.html").read_text(encoding="utf-8")
+    start, end = text.index('<section id="failures">'), text.index('<section id="runs">')
+    tall = text[:end] + text[start:end].replace("<details", "<details open") * 12 + text[end:]
+    (tmp_path / "index.html").write_text(tall, encoding="utf-8")
+    assert page_height(tmp_path / "index.html") > MAX_PAGE_HEIGHT
