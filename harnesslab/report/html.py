@@ -89,9 +89,12 @@ def headline(rank: list[dict[str, Any]]) -> str:
     best, worst = rated[0], rated[-1]
     q = best["quality"]["value"]
     ties = [r for r in rated if r["quality"]["value"] == q]
+    passed = (best.get("all_passed") or {}).get("value")
+    # Pooled turns can read 97% while a fifth of the runs failed a check: both are said.
+    runs = f", {_pct(passed)} of its runs passing every check" if passed is not None else ""
     lead = (f"Best quality at the lowest cost: {best['label']} kept {_pct(q)} of follow-ups "
             f"and constraints{_ci(best['quality'])} at {_tokens(best['cost'])} true input "
-            "tokens per run")
+            f"tokens per run{runs}")
     if len(ties) > 1:
         lead += f" (the cheapest of {len(ties)} cells at that quality)"
     if worst is not best and worst["quality"]["value"] != q:

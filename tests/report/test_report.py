@@ -346,3 +346,16 @@ def test_not_applicable_runs_are_neither_errors_nor_controls_not_as_designed() -
     assert [e["run_key"] for e in tables.errors(df)] == ["k3"]
     (ctl,) = tables.controls(df)
     assert (ctl["runs"], ctl["as_designed"], ctl["not_as_designed_count"]) == (1, 1, 0)
+
+
+def test_the_headline_says_how_many_runs_passed_every_check_beside_pooled_quality() -> None:
+    from harnesslab.report.html import headline
+
+    cell = {"label": "strategy=pinned", "quality": {"value": 0.97, "num": 97, "den": 100,
+                                                    "ci": None},
+            "cost": 1000.0, "all_passed": {"value": 0.8}}
+    line = headline([cell])
+    assert "kept 97% of follow-ups and constraints" in line
+    assert "80% of its runs passing every check" in line
+    # The control: a cell whose run share is unknown says nothing about it.
+    assert "passing every check" not in headline([{**cell, "all_passed": {"value": None}}])
