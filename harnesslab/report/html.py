@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 # by cause far fewer drill-downs are shown.
 MAX_DRILLDOWNS = 48
 MAX_GALLERY = 24
-# Drill-downs shown open (the most frequent cause); the others are one line each until clicked (the page stays a few
-# screens tall, every cause one click away).
+# Drill-downs shown open (the most frequent cause); the others are one line each until clicked
+# (the page stays a few screens tall, every cause one click away).
 OPEN_DRILLDOWNS = 1
 
 
