@@ -187,6 +187,15 @@ def group_by_cause(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _controls_off(ctl: list[dict[str, Any]]) -> str:
+    """Which controls also failed another check, in a few words for the first screen."""
+    off = [c for c in ctl if c["as_designed"] != c["runs"]]
+    variants = sorted({c["variant"] for c in off})
+    head = ", ".join(variants[:3]) + (f" and {len(variants) - 3} more" if len(variants) > 3
+                                      else "")
+    return f"{len(off)} control variant{'s' if len(off) != 1 else ''} ({head})"
+
+
 def _run_view(sweep_dir: Path, sel: dict[str, Any], with_drill: bool) -> dict[str, Any]:
     from harnesslab.report import plots, runs
 
@@ -241,8 +250,7 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
                    "not_applicable": sum(n["runs"] for n in tables.not_applicable(df)),
                    "unmatched": sum(u["runs"] for u in tables.unmatched(df, grid))},
         "data": data, "svgs": svgs, "by_strategy": by_strategy, "controls": ctl,
-        "controls_off": ", ".join(f"{c['scenario']}/{c['variant']} {c['runs'] - c['as_designed']}"
-                                  for c in ctl if c["as_designed"] != c["runs"]),
+        "controls_off": _controls_off(ctl),
         "pinned": tables.pinned_variants(df, grid), "errors": tables.errors(df),
         "unreadable": tables.unreadable(df),
         "not_applicable": tables.not_applicable(df),
