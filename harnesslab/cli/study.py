@@ -17,6 +17,8 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
     from harnesslab.scenario.loader import bundled_dir, scenario_paths
     from harnesslab.study.zoo import format_kill_table, run_zoo
 
+    if args.mutants:
+        return _cmd_mutants(args)
     if args.list:
         width = max(len(n) for n in BUGS)
         for b in BUGS.values():
@@ -45,6 +47,62 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
                           "kill_rate": killed / len(results)}, ensure_ascii=False, indent=2))
     else:
         print(format_kill_table(results), end="")
+    return 0
+
+
+def _cmd_mutants(args: argparse.Namespace) -> int:
+    import resource
+    import time
+    from dataclasses import asdict
+
+    from harnesslab.scenario.loader import bundled_dir, scenario_paths
+    from harnesslab.study import mutants as mut
+
+    t0, w0 = time.process_time(), time.monotonic()
+    paths = scenario_paths(args.paths or [str(bundled_dir())])
+    if not paths:
+        raise InputError("no scenario files found", field="PATH")
+    every = mut.enumerate_mutants()
+    if args.mutant:
+        known = {m.id: m for m in every}
+        for i in args.mutant:
+            if i not in known:
+                raise InputError(f"no mutant {i!r} (ids are PATH:LINE:OPERATOR:OCCURRENCE, as "
+                                 "the report prints them)", field="--mutant")
+        chosen = [known[i] for i in args.mutant]
+    else:
+        chosen = mut.stratified_sample(every, args.sample, args.sample_seed)
+    equivalents = mut.load_equivalents()
+    cmap = mut.coverage_map(paths)
+    plan = time.process_time() - t0
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        progress = tqdm(total=len(chosen), unit="mutant", file=sys.stderr)
+    results = mut.run_mutants(chosen, cmap, workers=args.workers or 2, equivalents=equivalents,
+                              on_done=(lambda r: progress.update())
+                              if progress is not None else None)
+    if progress is not None:
+        progress.close()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = {"total": time.process_time() - t0 + kids.ru_utime + kids.ru_stime,
+           "planning and coverage": plan,
+           "mutants": kids.ru_utime + kids.ru_stime, "wall": time.monotonic() - w0}
+    s = mut.score(results)
+    if args.json:
+        print(json.dumps({"mutants": [asdict(r) for r in results], "killed": s.killed,
+                          "total": s.total, "equivalent": s.equivalent, "score": s.value,
+                          "cpu_seconds": cpu, "enumerated": len(every)},
+                         ensure_ascii=False, indent=2))
+    else:
+        print(f"{len(chosen)} of {len(every)} mutants (cosmic-ray operators over "
+              f"{len(mut.MODULES)} harness modules; sample seed {args.sample_seed})")
+        print(mut.format_report(results, cpu), end="")
+    if args.fail_under is not None and s.value * 100 < args.fail_under:
+        print(f"mutation score {s.value:.1%} is below --fail-under {args.fail_under:g}%",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -141,4 +199,16 @@ def add_bugs_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     b.add_argument("--all", action="store_true", help="run every scenario for every bug and "
                    "count every surprise (default: a bug stops at its first kill)")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    b.add_argument("--mutants", action="store_true", help="mutation testing instead of the "
+                   "zoo: cosmic-ray mutates the reference harness, each mutant runs the "
+                   "variants coverage says reach its line, to its first kill (the dev extra; "
+                   "docs/suite-power.md)")
+    b.add_argument("--sample", type=int, default=200, metavar="N", help="--mutants: how many "
+                   "mutants, stratified by module (default 200; 0: every mutant)")
+    b.add_argument("--sample-seed", type=int, default=0, metavar="S",
+                   help="--mutants: the sample's seed (default 0)")
+    b.add_argument("--mutant", action="append", metavar="ID", help="--mutants: only these "
+                   "mutants, by the id the report prints (repeatable)")
+    b.add_argument("--fail-under", type=float, default=None, metavar="PCT", help="--mutants: "
+                   "exit 1 when the score is below PCT percent")
     b.set_defaults(func=_cmd_bugs)

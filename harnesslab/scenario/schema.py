@@ -329,6 +329,12 @@ class Scenario(_Strict):
     lexicon: dict[str, IntentSpec]
     steps: list[Step] = Field(min_length=1)
     variants: list[Variant] = Field(min_length=1)
+    cost: dict[Literal["true_input_tokens", "overflows", "summary_tokens"],
+               Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict, description="The costs this scenario is sensitive to, each with "
+        "its relative margin (0.01 = 1%): a harness whose cost on a run exceeds the reference "
+        "harness's on the same variant and seed by more than the margin is worse, whatever its "
+        "answers (harnesslab bugs and the mutation report count it as a kill)")
 
     def intents(self) -> dict[str, Intent]:
         return {k: v.to_intent() for k, v in self.lexicon.items()}
