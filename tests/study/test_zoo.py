@@ -1,6 +1,6 @@
 """The bug zoo: the suite's measured power. Every zoo harness behaves like the reference
 harness until its mistake is exercised, the kill table names the check that sees each bug, and
-the kill rate on the bundled suite holds (the survivors are the README's list)."""
+the kill rate on the bundled suite holds (the survivors are docs/suite-power.md's list)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from harnesslab.scenario.loader import bundled_dir, load_scenario, scenario_path
 from harnesslab.scenario.schema import Variant
 from harnesslab.study.zoo import REJECT_ALL, format_kill_table, run_zoo, surprises
 
-# Bugs no bundled scenario can see, each with the reason (the README lists them too).
+# Bugs no bundled scenario can see, each with the reason (docs/suite-power.md lists them too).
 SURVIVORS: dict[str, str] = {}
 
 
@@ -41,6 +41,17 @@ def test_surprises_are_checks_against_the_variant_expectation() -> None:
         [("max_chars", None, "passed", "expected to fail, but it passed")]
 
 
+def test_a_bug_that_only_makes_a_control_pass_is_not_killed() -> None:
+    # trigger-at-context-size compacts later than the trigger, so reserve-below-head-zh's
+    # documented failure (the question compressed away) does not happen: the default
+    # variant's expected failure passes. That changes a control; it is not a kill.
+    results = run_zoo([str(bundled_dir() / "reserve-below-head-zh.yaml")],
+                      ["trigger-at-context-size"], workers=1)
+    [r] = results
+    assert r["kill"] is None
+    assert "reserve-below-head-zh/default/s3.answered" in r["controls"]
+
+
 @pytest.mark.slow
 def test_the_kill_rate_on_the_bundled_suite() -> None:
     paths = [str(p) for p in scenario_paths([str(bundled_dir())])]
@@ -54,6 +65,9 @@ def test_the_kill_rate_on_the_bundled_suite() -> None:
     for r in results:
         if r["kill"] is not None:
             assert r["kill"]["variant"] not in REJECT_ALL
+            # A kill is a worse harness: a should-pass check failed or a declared cost grew,
+            # never a control that passed (those are listed apart).
+            assert r["kill"]["how"] in ("failed", "cost"), r
             # The first kill is a check of a scenario that exercises the part the bug is in.
             sc = load_scenario(bundled_dir() / f"{r['kill']['scenario']}.yaml")
             assert any(v.name == r["kill"]["variant"] for v in sc.variants)
