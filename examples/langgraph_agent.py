@@ -11,8 +11,9 @@ Its own context handling, as LangGraph's documentation teaches it:
 It states no time to the model. Its tools come from the bench's MCP server
 (HARNESSLAB_MCP_URL, with the session's bearer token), the model from OPENAI_BASE_URL.
 Its state is kept by a SQLite checkpointer in HARNESSLAB_WORKDIR (thread id: the session id),
-so a restarted or second process picks the conversation up; `--no-checkpointer` keeps it in
-memory only (the control: a restart forgets). Protocol lines go over the bench's channel
+so a restarted or second process picks the conversation up (after a kill, from the last
+finished turn: the turn in flight is dropped); `--no-checkpointer` keeps it in memory only
+(the control: a restart forgets). Protocol lines go over the bench's channel
 (HARNESSLAB_PROTOCOL_IN / _OUT), so what LangChain prints cannot corrupt them.
 """
 import asyncio
@@ -127,6 +128,14 @@ async def main() -> None:
         model = ChatOpenAI(model="harnesslab", base_url=os.environ["OPENAI_BASE_URL"],
                            api_key=os.environ["OPENAI_API_KEY"], max_retries=0)
         graph = build(model, tools, checkpointer)
+        # A turn killed mid-flight left a run with nodes still to do: drop it, and go on from
+        # the last checkpoint where a turn had finished (its answer given).
+        start = CONFIG
+        if (await graph.aget_state(CONFIG)).next:
+            async for snap in graph.aget_state_history(CONFIG):
+                if not snap.next:
+                    start = snap.config
+                    break
         loop = asyncio.get_running_loop()
         while line := await loop.run_in_executor(None, PROTOCOL_IN.readline):
             msg = json.loads(line)
@@ -138,7 +147,8 @@ async def main() -> None:
                          for i in msg["images"]]
                 content = [{"type": "text", "text": msg["text"]}, *parts] if parts else msg["text"]
                 try:
-                    state = await graph.ainvoke({"messages": [HumanMessage(content)]}, CONFIG)
+                    state = await graph.ainvoke({"messages": [HumanMessage(content)]}, start)
+                    start = CONFIG
                     answers = [m for m in state["messages"] if isinstance(m, AIMessage)]
                     out = {"text": answers[-1].content if answers else ""}
                 except BadRequestError as e:  # e.g. context_length_exceeded

@@ -50,7 +50,7 @@ session back; a ``kill`` SIGKILLs it when it makes the k-th model call of the tu
 is refused, the turn lost); ``instances: N`` runs N processes over one workdir, serving
 alternate turns. Whether the session came back is judged from outside: ``resume_fidelity``
 holds when the fresh process's first request shows every message of the history the old one
-last sent and was answered (its restored history), never from internal state.
+last sent and was answered (as it was, or grown in place), never from internal state.
 
 Each step has ``turn_timeout`` seconds. A program that does not answer in time, exits, or
 writes a line that is not a JSON object of the expected shape is stopped, and the run fails
@@ -86,7 +86,7 @@ from harnesslab.adapters.serve_app import (
 from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.honours import check_declaration
-from harnesslab.messages import DataBlock, Message, Request, Response, dumps
+from harnesslab.messages import DataBlock, Message, Request, Response, dumps, message_from_dict
 
 PREFIX = "cmd:"
 PROTOCOL = 2
@@ -140,6 +140,17 @@ def _shown(m: Message) -> str:
     """A message as the history comparison sees it: role and content (ids and names are
     a wire's bookkeeping, which a restored history need not repeat)."""
     return dumps(Message(m.role, m.content))
+
+
+def _restored(old: Message, new: Sequence[Message]) -> bool:
+    """``old`` is in ``new``: as it was, or grown in place (AgentScope's reply message takes
+    its answer into the message that holds the call), or, for a reply's blocks, inside one
+    assistant message."""
+    for m in new:
+        if m.role == old.role and (m.content[:len(old.content)] == old.content
+                                   or all(b in m.content for b in old.content)):
+            return True
+    return False
 
 
 class _Door:
@@ -320,12 +331,12 @@ class CmdHarness(HarnessBase):
             return {"history": []}
         request, resp = self._door.last
         shown = [*request.messages, Message("assistant", resp.blocks)]
-        return {"history": [_shown(m) for m in shown if m.role != "system"]}
+        return {"history": [_shown(m) for m in shown if m.role != "system" and m.content]}
 
     def expect_resume(self, state: Mapping[str, Any] | None, event: dict[str, Any],
                       emit: Callable[[dict[str, Any]], None]) -> None:
         """Judge, at this fresh program's first request, whether it brought back ``state``
-        (every message of the old history, in order); ``emit`` the ``resume`` event then,
+        (every message of the old history is there, or grown in place); ``emit`` the ``resume`` event then,
         or at close when it made no request."""
         want = list((state or {}).get("history", []))
         done = False
@@ -339,8 +350,8 @@ class CmdHarness(HarnessBase):
                 emit({**event, "applicable": True, "fidelity": False,
                       "differs": ["(no request after it took over)"]})
                 return
-            seen = iter(_shown(m) for m in request.messages)
-            missing = [w for w in want if not any(w == x for x in seen)]
+            new = request.messages
+            missing = [w for w in want if not _restored(message_from_dict(json.loads(w)), new)]
             emit({**event, "applicable": True, "fidelity": not missing,
                   "differs": [] if not missing else
                   [f"history: {len(missing)} of {len(want)} messages not in its first request"],

@@ -23,11 +23,18 @@ Routes:
 - ``POST /v1/messages``: Anthropic's Messages API (``adapters.anthropic_wire``), the key in
   ``x-api-key`` (or ``Authorization: Bearer``); errors in Anthropic's shape, an over-window
   request 400 ``invalid_request_error`` "prompt is too long: N tokens > M maximum".
+- ``POST /harnesslab/v1/request``: the bench's own request format (``messages.request_to_dict``
+  under ``request``, and optionally the harness's own ``estimate`` of it), answered with the
+  reply's blocks and usage, or a 400 naming the rejection (``overflow`` with its numbers,
+  ``protocol_error``): the lossless wire of the reference harness as a program
+  (``adapters.reference_program``). It carries no purpose: what a call is for is found from
+  the request stream, as for every program.
 - ``GET /harnesslab/tools``: the session's tool schemas (OpenAI's ``tools`` form).
-- ``POST /harnesslab/tools/NAME`` with ``{"arguments": {...} or "JSON"}``: runs the tool;
-  the acting user is the session's verified user unless the session trusts its caller
-  (``WireSession.trust_caller``: then the ``user_id`` in the arguments, as an internal service
-  trusts the harness that calls it). Answers ``{"content": TEXT, "is_error": BOOL}``.
+- ``POST /harnesslab/tools/NAME`` with ``{"arguments": {...} or "JSON"}`` (and optionally
+  ``"acting_user"``): runs the tool; the acting user is the session's verified user unless the
+  session trusts its caller (``WireSession.identity`` "trust"): then the ``acting_user`` the
+  caller names, or else the ``user_id`` in the arguments, as an internal service trusts the
+  harness that calls it. Answers ``{"content": TEXT, "is_error": BOOL}``.
 - ``GET /harnesslab/clock``: the world's time, which a harness reads as a real one reads its
   system clock.
 
@@ -45,7 +52,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harnesslab.adapters import anthropic_wire, responses_wire
@@ -53,7 +60,13 @@ from harnesslab.adapters.openai_wire import completion, error_body, request_from
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
 from harnesslab.harness.base import HarnessContext
 from harnesslab.harness.identity import IdentityMode, bind_identity
-from harnesslab.messages import Request, Response, ToolOutcome
+from harnesslab.messages import (
+    Request,
+    Response,
+    ToolOutcome,
+    block_to_dict,
+    request_from_dict,
+)
 
 MODEL = "harnesslab"
 INSTALL = "pip install 'harnesslab[serve]'"
@@ -91,16 +104,19 @@ class WireSession:
                 if self.after is not None:
                     self.after()
 
-    def call(self, request: Any) -> tuple[Response, int]:
+    def call(self, request: Any, estimate: int | None = None) -> tuple[Response, int]:
         def go() -> tuple[Response, int]:
             self.calls += 1
             n = self.calls
-            return self.context.endpoint.call(request, purpose="reply"), n
+            return self.context.endpoint.call(request, purpose="reply", estimate=estimate), n
         result: tuple[Response, int] = self._locked(go)
         return result
 
-    def tool(self, name: str, arguments: str) -> ToolOutcome:
+    def tool(self, name: str, arguments: str, acting_user: str | None = None) -> ToolOutcome:
         b = bind_identity(self.identity, self.context.session.user, arguments)
+        if self.identity == "trust" and acting_user:
+            # The caller names who it acts for (the tool context): trusted as it is.
+            b = replace(b, acting=acting_user)
 
         def go() -> ToolOutcome:
             self.tool_calls += 1
@@ -268,8 +284,9 @@ def build_app(sessions: Sessions) -> Any:
             raise Refused(400, why)
         return body
 
-    async def call(s: WireSession, request: Request) -> tuple[Response, int]:
-        result: tuple[Response, int] = await run_in_threadpool(s.call, request)
+    async def call(s: WireSession, request: Request,
+                   estimate: int | None = None) -> tuple[Response, int]:
+        result: tuple[Response, int] = await run_in_threadpool(s.call, request, estimate)
         return result
 
     def sse(events: Iterator[dict[str, Any]], *, named: bool) -> StreamingResponse:
@@ -370,6 +387,36 @@ def build_app(sessions: Sessions) -> Any:
         return JSONResponse(anthropic_wire.message_object(resp, id=mid, model=model))
 
     @handler
+    async def native(req: HttpRequest) -> JSONResponse:
+        s = await session_of(req)
+        body = await body_of(req)
+        estimate = body.get("estimate")
+        try:
+            # No meta: a program cannot tell the bench what a call is for.
+            request = request_from_dict({**body.get("request", {}),
+                                         "session_id": s.context.session.id, "meta": []})
+            if estimate is not None and (not isinstance(estimate, int)
+                                         or isinstance(estimate, bool)):
+                raise InputError(f"expected an integer, got {estimate!r}", field="estimate")
+        except (InputError, TypeError, AttributeError) as e:
+            return err(400, getattr(e, "problem", str(e)), param=getattr(e, "field", None))
+        try:
+            resp, _ = await call(s, request, estimate)
+        except ContextOverflowError as e:
+            d = e.detail
+            return JSONResponse({"error": {"type": "overflow", "profile": e.profile,
+                                           "message": str(e), "detail": {
+                                               "limit_name": d.limit_name, "limit": d.limit,
+                                               "true_input": d.true_input,
+                                               "planned_output": d.planned_output}}}, 400)
+        except ProtocolError as e:
+            return JSONResponse({"error": {"type": "protocol_error", "profile": e.profile,
+                                           "message": str(e), "problem": e.problem}}, 400)
+        return JSONResponse({"blocks": [block_to_dict(b) for b in resp.blocks],
+                             "input_tokens": resp.input_tokens,
+                             "output_tokens": resp.output_tokens})
+
+    @handler
     async def tools(req: HttpRequest) -> JSONResponse:
         s = await session_of(req)
         return JSONResponse({"tools": [t.to_dict() for t in s.context.tools.schemas()]})
@@ -377,9 +424,12 @@ def build_app(sessions: Sessions) -> Any:
     @handler
     async def run_tool(req: HttpRequest) -> JSONResponse:
         s = await session_of(req)
-        args = (await body_of(req)).get("arguments", {})
+        body = await body_of(req)
+        args = body.get("arguments", {})
         raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        out = await run_in_threadpool(s.tool, req.path_params["name"], raw)
+        acting = body.get("acting_user")
+        out = await run_in_threadpool(s.tool, req.path_params["name"], raw,
+                                      acting if isinstance(acting, str) else None)
         return JSONResponse({"content": out.text, "is_error": out.is_error})
 
     @handler
@@ -391,6 +441,7 @@ def build_app(sessions: Sessions) -> Any:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/v1/messages", handler(messages, anthropic=True), methods=["POST"]),
+        Route("/harnesslab/v1/request", native, methods=["POST"]),
         Route("/harnesslab/tools", tools, methods=["GET"]),
         Route("/harnesslab/tools/{name}", run_tool, methods=["POST"]),
         Route("/harnesslab/clock", clock, methods=["GET"]),

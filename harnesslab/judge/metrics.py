@@ -40,6 +40,11 @@ Per run (``run_metrics``):
   Both only for scenarios with session steps.
 - memory runs only: ``identity_leaks``, ``cross_user_memory_items``, ``stale_memory_served``,
   ``memory_visibility``, ``memory_items`` (``harnesslab.judge.memory_metrics``).
+- for a black-box program (``harness=cmd:...``) the compactions are those found from its
+  request stream (``judge.observed``), never events of its own, and ``summary_tokens`` counts
+  its auxiliary calls (every call that does not answer: a summary, an extraction, a title),
+  as in process it counts the reference harness's summary and pin calls, all its calls that
+  do not answer;
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
   + output of summary calls and pin extractions), ``model_calls``.
 """
@@ -62,6 +67,7 @@ from harnesslab.judge.checks import (
     turn_answer,
 )
 from harnesslab.judge.memory_metrics import memory_metrics, uses_memory
+from harnesslab.judge.observed import is_black_box, observe
 from harnesslab.record.format import Record
 from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, Constraint, is_reference
 from harnesslab.sim.model import BRIEF_MAX_CHARS, LONG_MIN_CHARS
@@ -141,8 +147,11 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
             same_slot = {e for e in expected if e[:2] == found[:2]}
             # Echoing the id the user gave ("could not check O-1010") is faithful.
             ef[0] += found in said or (found in world_ids and (not same_slot or found in same_slot))
+    # A program's compactions and summary calls are found from its requests (judge.observed).
+    seen = observe(rec) if is_black_box(rec) else None
+    all_compactions = list(seen.compactions) if seen else rec.of_type("compaction")
     sef = [0, 0]
-    for comp in rec.of_type("compaction"):
+    for comp in all_compactions:
         if not comp.get("summary"):
             continue
         source = rec.request_text(comp["request"])
@@ -197,7 +206,7 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
 
     profile = ServiceProfile.model_validate(h["service"])
     lateness: list[float] = []
-    compactions = [c for c in rec.of_type("compaction") if c.get("applied")]
+    compactions = [c for c in all_compactions if c.get("applied")]
     if compactions:
         trig = h["harness"]["trigger_ratio"] * profile.window
         if compaction_true is None or len(compaction_true) != len(compactions):
@@ -208,7 +217,8 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
     estimated = [e for e in calls if e["true_input"] and e["estimate"] is not None]
     errors = [(e["estimate"] - e["true_input"]) / e["true_input"] for e in estimated]
     # What compaction costs: summary calls and pin extractions.
-    summary_calls = [e for e in calls if e["purpose"] in ("summary", "pin")]
+    summary_calls = [e for e in calls if e["purpose"] in ("summary", "pin")
+                     or (seen is not None and e["call"] in seen.auxiliary)]
     return {
         "followup_accuracy": Rate(*fu).to_dict(),
         "constraint_retention": Rate(*cr).to_dict(),

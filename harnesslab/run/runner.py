@@ -161,11 +161,15 @@ KEY_SETTINGS = ("harness", "strategy", "context_size", "trigger_ratio", "estimat
 
 
 def key_settings(s: Settings) -> dict[str, Any]:
-    """The settings a results table shows for each run."""
+    """The settings a results table shows for each run. A black-box program reads none of the
+    reference harness's own settings (strategy, context size, trigger, estimator): they show
+    as "-" for it; the service is the world's and applies to every harness."""
     h = s.harness
-    return {"harness": harness_label(h.harness), "strategy": h.strategy,
-            "context_size": h.context_size, "trigger_ratio": h.trigger_ratio,
-            "estimator": h.estimator, "service": s.service.name}
+    own = not h.harness.startswith("cmd:")
+    return {"harness": harness_label(h.harness), "strategy": h.strategy if own else None,
+            "context_size": h.context_size if own else None,
+            "trigger_ratio": h.trigger_ratio if own else None,
+            "estimator": h.estimator if own else None, "service": s.service.name}
 
 
 def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,

@@ -97,9 +97,10 @@ def _in_order(part: list[Any], whole: list[Any]) -> bool:
 
 
 # Why a black-box program cannot run a variant: a scenario that needs the harness's own
-# estimate (a fill_to filler), or its state (restarts, alternate instances, kills).
+# estimate (a fill_to filler), or variants defined by settings it does not declare. Restarts,
+# alternate instances and kills do run (a fresh process on the same session and workdir),
+# judged from the requests.
 NOT_APPLICABLE_TO_PROGRAMS = ("NotApplicable: filler fill_to needs the harness's own estimate",
-                              "harness 'cmd' does not save its state",
                               # variants defined by settings the program does not declare
                               "honours none of: ",
                               "asked for no summary or extraction, so the fake model's")

@@ -54,3 +54,32 @@ def test_langgraph_example_through_the_bundled_suite(
     stale = rows[("stale-logistics-zh", "default")]["unexpected"]
     assert any("fresh_fact failed: stale" in u for u in stale)
     assert_only_not_applicable(rows)
+    # Its SQLite checkpointer brings the session back after a restart, a kill and across
+    # alternate instances (the control without it: test_langgraph_restarts below).
+    for s in ("restart-followup-zh", "alternate-instances-zh", "kill-mid-turn-zh"):
+        assert rows[(s, "default")]["expected"], rows[(s, "default")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", ["restart-followup-zh", "alternate-instances-zh",
+                                      "kill-mid-turn-zh"])
+def test_langgraph_restarts_need_its_checkpointer(tmp_path: Path, scenario: str) -> None:
+    from harnesslab.run.runner import run_variant
+    from harnesslab.scenario.loader import bundled_dir, load_scenario
+
+    path = bundled_dir() / f"{scenario}.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    example = ROOT / "examples" / "langgraph_agent.py"
+
+    def run(flag: str) -> list[str]:
+        r = run_variant(sc, v, source=path, out_dir=tmp_path / (flag or "sqlite"),
+                        cli_set={"harness": f"cmd:python {example} {flag}".strip(),
+                                 "turn_timeout": 120})
+        assert r.error is None, r.error
+        return [c.id for c in r.checks if not c.passed]
+
+    assert run("") == []
+    # The control: the same graph without its checkpointer forgets across processes.
+    lost = run("--no-checkpointer")
+    assert any(c.endswith(".resolves") for c in lost), lost

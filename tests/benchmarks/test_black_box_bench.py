@@ -1,0 +1,47 @@
+"""A black-box run costs no more than it must: the bundled suite through the reference harness
+as a program (``python -m harnesslab.adapters.reference_program``, over the loopback wire)
+against the same suite in process, as a ratio of CPU time in one run. The program's CPU counts
+too: each program is waited for, so ``os.times()`` holds it under the children's times.
+Program start-up is paid once per run (one process per instance, kept for every turn).
+
+    pytest -m benchmark tests/benchmarks/test_black_box_bench.py -s
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harnesslab.run.runner import run_variant
+from harnesslab.scenario.loader import bundled_dir, load_scenario
+
+from .conftest import collector_paused, report
+
+LIMIT = 3.0  # the issue's target: the suite black-box at most 3x the suite in process
+WRAPPER = "cmd:python -m harnesslab.adapters.reference_program"
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _suite(cli_set: dict[str, Any]) -> float:
+    start = _cpu()
+    for path in sorted(bundled_dir().glob("*.yaml")):
+        sc = load_scenario(path)
+        for v in sc.variants:
+            run_variant(sc, v, source=path, cli_set=cli_set)
+    return _cpu() - start
+
+
+def test_black_box_suite_cpu_ratio(benchmark: Any) -> None:
+    with collector_paused():
+        inproc = _suite({})
+        wire = _suite({"harness": WRAPPER, "turn_timeout": 300})
+    ratio = wire / inproc
+    report(benchmark, f"bundled suite: in process {inproc:.1f} s CPU, through the reference "
+           f"harness as a program {wire:.1f} s CPU: {ratio:.2f}x (limit {LIMIT:g}x)",
+           inproc_cpu_s=inproc, wire_cpu_s=wire, ratio=ratio)
+    benchmark.pedantic(lambda: None, rounds=1)
+    assert ratio <= LIMIT

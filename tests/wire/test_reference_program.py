@@ -1,0 +1,68 @@
+"""The reference harness as a program (``python -m harnesslab.adapters.reference_program``)
+through the whole bundled suite against the same suite in process (slow): every check, the
+compactions and the summary tokens agree, the compactions found from the requests alone. The
+documented differences: a fill_to filler needs the harness's own estimate (not applicable to a
+program), and the ``window`` strategy's dropping of old messages is a compaction seen from
+outside, which the reference harness records none of."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harnesslab.cli import main
+from harnesslab.record.format import Record
+
+pytest.importorskip("starlette")
+WRAPPER = "cmd:python -m harnesslab.adapters.reference_program"
+
+
+def _runs(out: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
+    found = {}
+    for path in sorted(out.glob("*/*/seed*.jsonl")):
+        rec = Record.load(path)
+        result = rec.of_type("result")
+        errors = rec.of_type("run_error")
+        found[(path.parts[-3], path.parts[-2], path.stem)] = {
+            "checks": {c["id"]: c["passed"] for c in rec.of_type("check")},
+            "metrics": result[0]["metrics"] if result else None,
+            "error": errors[0]["error"] if errors else None,
+            "window": rec.header["harness"]["strategy"] == "window"}
+    return found
+
+
+@pytest.mark.slow
+def test_the_reference_harness_as_a_program_agrees_with_it_in_process(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["run", "--out", str(tmp_path / "in"), "--json"])
+    main(["run", "--set", f"harness={WRAPPER}", "--set", "turn_timeout=300",
+          "--out", str(tmp_path / "wire"), "--json"])
+    capsys.readouterr()
+    inproc, wire = _runs(tmp_path / "in"), _runs(tmp_path / "wire")
+    assert inproc.keys() == wire.keys() and len(inproc) > 100
+    differs, na, bad = [], [], []
+    for key, a in inproc.items():
+        b = wire[key]
+        if b["error"] and "fill_to needs the harness's own estimate" in b["error"]:
+            na.append(key)
+            continue
+        if b["error"] is not None or a["error"] is not None:
+            bad.append((key, "error", a["error"], b["error"]))
+            continue
+        if a["checks"] != b["checks"]:
+            bad.append((key, "checks", sorted(k for k in a["checks"].keys() | b["checks"].keys()
+                                              if a["checks"].get(k) != b["checks"].get(k))))
+        for m in ("summary_tokens", "compactions"):
+            if a["metrics"][m] != b["metrics"][m]:
+                (differs if m == "compactions" and a["window"] else bad).append(
+                    (key, m, a["metrics"][m], b["metrics"][m]))
+    print(json.dumps(bad, ensure_ascii=False, indent=1))
+    assert bad == []
+    assert na, "the fill_to scenarios are not applicable to a program"
+    # Black-box rows no longer read 0 compactions.
+    assert sum(w["metrics"]["compactions"] for w in wire.values() if w["metrics"]) > 10
+    print(json.dumps({"runs": len(inproc), "not_applicable": len(na),
+                      "window_differences": differs}))
