@@ -86,7 +86,15 @@ from harnesslab.adapters.serve_app import (
 from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.honours import check_declaration
-from harnesslab.messages import DataBlock, Message, Request, Response, dumps, message_from_dict
+from harnesslab.messages import (
+    DataBlock,
+    HintBlock,
+    Message,
+    Request,
+    Response,
+    dumps,
+    message_from_dict,
+)
 
 PREFIX = "cmd:"
 PROTOCOL = 2
@@ -142,6 +150,20 @@ def _shown(m: Message) -> str:
     return dumps(Message(m.role, m.content))
 
 
+def _produced(resp: Response) -> list[str]:
+    """The strings a call that answered nothing produced (its text, its tool call's argument
+    values): what a summary call wrote."""
+    out = [resp.text]
+    for c in resp.tool_calls:
+        try:
+            args = json.loads(c.input)
+        except ValueError:
+            continue
+        if isinstance(args, dict):
+            out += [v for v in args.values() if isinstance(v, str)]
+    return [x for x in out if len(x) >= 12]
+
+
 def _restored(old: Message, new: Sequence[Message]) -> bool:
     """``old`` is in ``new``: as it was, or grown in place (AgentScope's reply message takes
     its answer into the message that holds the call), or, for a reply's blocks, inside one
@@ -161,6 +183,7 @@ class _Door:
         self._inner = inner
         self._harness = harness
         self.last: tuple[Request, Response] | None = None
+        self.answering: tuple[Request, Response] | None = None  # the last turn's answer
         self.on_first: Callable[[Request], None] | None = None
 
     def call(self, request: Request, *, purpose: str = "reply",
@@ -310,6 +333,8 @@ class CmdHarness(HarnessBase):
 
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
         reply = self._user(text, images)
+        if self._door.last is not None and self._door.last[1].text == reply["text"]:
+            self._door.answering = self._door.last
         return TurnResult(reply["text"], bool(reply.get("failed", False)),
                           str(reply.get("reason", "") or ""))
 
@@ -325,13 +350,19 @@ class CmdHarness(HarnessBase):
 
     # -- resuming, judged from outside ------------------------------------------------------
     def save_state(self) -> dict[str, Any]:
-        """What the program last sent and was answered: the history it held, as seen from
-        outside (the bench cannot read its internal state)."""
-        if self._door.last is None:
+        """What the program last showed of its session, from outside (the bench cannot read
+        its internal state): the history of its last answer (that request and the reply), or,
+        when calls that answered nothing came after it (a compaction after the answer, or a
+        filler's), the strings that last such call produced (a summary), which a restored
+        session must show again."""
+        last, answering = self._door.last, self._door.answering
+        if last is None:
             return {"history": []}
-        request, resp = self._door.last
-        shown = [*request.messages, Message("assistant", resp.blocks)]
-        return {"history": [_shown(m) for m in shown if m.role != "system" and m.content]}
+        if answering is not None and answering is last:
+            request, resp = answering
+            shown = [*request.messages, Message("assistant", resp.blocks)]
+            return {"history": [_shown(m) for m in shown if m.role != "system" and m.content]}
+        return {"history": [], "kept": _produced(last[1])}
 
     def expect_resume(self, state: Mapping[str, Any] | None, event: dict[str, Any],
                       emit: Callable[[dict[str, Any]], None]) -> None:
@@ -339,6 +370,7 @@ class CmdHarness(HarnessBase):
         (every message of the old history is there, or grown in place); ``emit`` the ``resume`` event then,
         or at close when it made no request."""
         want = list((state or {}).get("history", []))
+        kept = list((state or {}).get("kept", []))
         done = False
 
         def judge(request: Request | None) -> None:
@@ -352,9 +384,14 @@ class CmdHarness(HarnessBase):
                 return
             new = request.messages
             missing = [w for w in want if not _restored(message_from_dict(json.loads(w)), new)]
+            text = "\n".join([request.summary, *(m.plain_text() for m in new),
+                              *(b.hint if isinstance(b.hint, str) else "" for m in new
+                                for b in m.content if isinstance(b, HintBlock))])
+            missing += [k for k in kept if k not in text]
             emit({**event, "applicable": True, "fidelity": not missing,
                   "differs": [] if not missing else
-                  [f"history: {len(missing)} of {len(want)} messages not in its first request"],
+                  [f"history: {len(missing)} of {len(want) + len(kept)} messages or summary "
+                   "parts not in its first request"],
                   "judged_from": "requests"})
 
         self._door.on_first = judge

@@ -13,7 +13,11 @@ calls, session by session, in order):
   place, as AgentScope's reply message grows), or its summary changed; rejected requests
   count as requests, and a point where another instance took over (a ``resume`` event between
   the two, or turns served by different instances) is resume fidelity's business, not a
-  compaction. A window that drops old messages
+  compaction. Where no later request of the instance can show it (another took over, or the
+  run ended), auxiliary calls in between are one compaction. Several compactions between two
+  requests are told apart by the histories their auxiliary calls compress (a pin extraction
+  and a summary of one compaction compress the same one); truncations without any call
+  between two requests show as one. A window that drops old messages
   without a summary is a compaction seen from outside, though the reference harness's
   ``window`` strategy records none.
   Each is recorded as what was removed and what was added, and its summary is the new
@@ -34,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harnesslab.messages import ToolResultBlock
+from harnesslab.messages import DataBlock, ToolResultBlock
 from harnesslab.record.format import CALL_EVENTS, Record, message_text
 
 MIN_SHARED = 12  # characters a kept reply must share with a later request
@@ -84,6 +88,7 @@ def observe(rec: Record) -> Observed:
     by_session: dict[str, list[dict[str, Any]]] = {}
     at: dict[int, int] = {}          # call number -> its place in the record
     resumed: list[int] = []          # places of resume events (a fresh instance took over)
+    killed: list[int] = []           # those after a kill (the turn in flight was cut)
     for k, e in enumerate(rec.events):
         if e["type"] in CALL_EVENTS:
             # A rejected request is part of the stream too: it shows what the harness sent.
@@ -91,6 +96,8 @@ def observe(rec: Record) -> Observed:
             at[e["call"]] = k
         elif e["type"] == "resume":
             resumed.append(k)
+            if e.get("cause") == "kill":
+                killed.append(k)
     aux: set[int] = set()
     summaries: set[int] = set()
     compactions: list[dict[str, Any]] = []
@@ -111,6 +118,11 @@ def observe(rec: Record) -> Observed:
             m = rec.message(h)
             shown.append((j, message_text(m), m.role == "assistant"))
             results += [(j, b.id) for b in m.content if isinstance(b, ToolResultBlock)]
+        def _cut(i: int, seq: list[dict[str, Any]] = seq) -> bool:
+            end = at[seq[i + 1]["call"]] if i + 1 < len(seq) else len(rec.events)
+            return any(at[seq[i]["call"]] < k < end for k in killed)
+
+
         for i, c in enumerate(seq):
             if c["type"] != "model_call":
                 continue  # rejected: nothing came back to take up or leave
@@ -118,7 +130,10 @@ def observe(rec: Record) -> Observed:
             said = "".join(b.get("text", "") for b in c["reply"] if b["type"] == "text")
             taken = any(j > i and cid in made for j, cid in results) \
                 or (bool(said) and said in replies) \
-                or (bool(said) and any(j > i and mine and said in t for j, t, mine in shown))
+                or (bool(said) and any(j > i and mine and said in t for j, t, mine in shown)) \
+                or any(_extends(rec, hashes[i], hashes[j]) for j in range(i + 1,
+                                                                         min(i + 4, len(seq))))\
+                or _cut(i)  # its instance was killed before the conversation could go on
             if taken:
                 continue
             aux.add(c["call"])
@@ -134,7 +149,11 @@ def observe(rec: Record) -> Observed:
             ca, cb = seq[a]["call"], seq[b]["call"]
             if any(at[ca] < k < at[cb] for k in resumed) \
                     or instance.get(ca, 0) != instance.get(cb, 0):
-                continue  # another instance took over: what it lost is resume fidelity
+                # Another instance took over: what it lost is resume fidelity's; a summary
+                # written before it did is a compaction all the same.
+                compactions += _unseen(seq[a + 1:b], aux)
+                source = None
+                continue
             ra, rb = seq[a]["request"], seq[b]["request"]
             kept_now = set(hashes[b])
             before = set(hashes[a])
@@ -148,15 +167,49 @@ def observe(rec: Record) -> Observed:
                 continue
             summary = rec.blobs[rb["summary"]] if changed else "\n".join(
                 message_text(rec.message(h)) for h in added if rec.message(h).role != "user")
-            compactions.append({"type": "compaction", "observed": True, "applied": True,
-                                "request": source if source is not None else ra,
-                                "at_call": seq[b]["call"], "removed": len(removed),
-                                "added": len(added), "kept": len(hashes[b]) - len(added),
-                                "summary": summary})
+            # Two compactions between two requests (during one filler) show as one break;
+            # the auxiliary calls tell them apart: the calls of one compaction (a pin
+            # extraction and a summary) compress the same history, a second one another.
+            bases = {tuple(hashes[k][:-1]) for k in range(a + 1, b) if seq[k]["call"] in aux}
+            for _ in range(max(1, len(bases))):
+                compactions.append({"type": "compaction", "observed": True, "applied": True,
+                                    "request": source if source is not None else ra,
+                                    "at_call": seq[b]["call"], "removed": len(removed),
+                                    "added": len(added), "kept": len(hashes[b]) - len(added),
+                                    "summary": summary})
             source = None
+        if main:
+            # Auxiliary calls after the last request that answered (a compaction at the end).
+            compactions += _unseen(seq[main[-1] + 1:], aux)
     return Observed(frozenset(aux), frozenset(summaries), tuple(compactions))
 
 
+def _unseen(calls: list[dict[str, Any]], aux: set[int]) -> list[dict[str, Any]]:
+    """A compaction no later request of the same instance shows (another took over, or none
+    came): one, when auxiliary calls (a summary being written) came in between."""
+    made = [c for c in calls if c["call"] in aux]
+    if not made:
+        return []
+    return [{"type": "compaction", "observed": True, "applied": True,
+             "request": made[0]["request"], "at_call": made[-1]["call"], "summary": ""}]
+
+
 def _grew(rec: Record, old: str, new: str) -> bool:
+    """``new`` is ``old`` grown in place, or edited only in its data blocks (an image limit
+    drops old images): the same message, not a removal."""
     o, n = rec.message(old), rec.message(new)
-    return o.role == n.role and n.content[:len(o.content)] == o.content
+    if o.role != n.role:
+        return False
+    if n.content[:len(o.content)] == o.content:
+        return True
+    ot = [b for b in o.content if not isinstance(b, DataBlock)]
+    nt = [b for b in n.content if not isinstance(b, DataBlock)]
+    return bool(ot) and nt[:len(ot)] == ot
+
+
+def _extends(rec: Record, old: list[str], new: list[str]) -> bool:
+    """The request ``new`` holds every message of ``old`` (or grown in place): the
+    conversation went on from it."""
+    have = set(new)
+    fresh = [x for x in new if x not in set(old)]
+    return all(h in have or any(_grew(rec, h, x) for x in fresh) for h in old)
