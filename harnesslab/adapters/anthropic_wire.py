@@ -39,7 +39,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harnesslab.adapters.openai_wire import PIECE
+from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Block,
@@ -56,7 +56,6 @@ from harnesslab.messages import (
     ToolSchema,
 )
 
-URL_MEDIA = "image/url"  # an image given by a URL rather than inline data
 PDF = "application/pdf"
 SYSTEM_JOIN = "\n\n"
 

@@ -46,7 +46,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harnesslab.adapters.openai_wire import PIECE
+from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Block,
@@ -63,7 +63,6 @@ from harnesslab.messages import (
     ToolSchema,
 )
 
-URL_MEDIA = "image/url"    # an image given by a URL rather than inline data
 FILE_MEDIA = "image/file"  # an image given by an uploaded file's id
 _TEXT_PARTS = ("input_text", "output_text")
 
