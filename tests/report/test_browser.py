@@ -41,6 +41,9 @@ def test_report_renders_without_console_errors_and_markup_stays_text(rendered: P
         # Neither the title's nor the utterance's <script> ran.
         assert page.title() == "harnesslab sweep report"
         assert page.evaluate("typeof window.pwned") == "undefined"
+        # Folded drill-downs hold the scenario's title and turns: open them all, as a reader
+        # would, so the visible text is what is checked.
+        page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
         body = page.inner_text("body")
         assert MARKUP_TITLE in body and MARKUP_UTTERANCE in body
         assert page.evaluate("document.querySelectorAll('p.title b, .msg b').length") == 0
