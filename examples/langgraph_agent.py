@@ -147,7 +147,11 @@ async def main() -> None:
                          for i in msg["images"]]
                 content = [{"type": "text", "text": msg["text"]}, *parts] if parts else msg["text"]
                 try:
-                    state = await graph.ainvoke({"messages": [HumanMessage(content)]}, start)
+                    # durability="sync": each step's checkpoint is written before the next
+                    # step runs (the default, "async", writes it alongside, so a kill can lose
+                    # the tool step and leave a call without its result in the store).
+                    state = await graph.ainvoke({"messages": [HumanMessage(content)]}, start,
+                                                durability="sync")
                     start = CONFIG
                     answers = [m for m in state["messages"] if isinstance(m, AIMessage)]
                     out = {"text": answers[-1].content if answers else ""}
