@@ -4,22 +4,24 @@ calls, session by session, in order):
 
 - **auxiliary calls**: a call whose reply the conversation never took up: no later request of
   the session holds its reply as a message nor a result for one of its tool calls, and it is
-  not the call whose text became a turn's reply;
+  not the call whose text became a turn's reply (a request sent again unchanged is a retry:
+  the reply before it was not taken up);
 - **summary calls**: auxiliary calls whose reply (its text, or a string value of its tool
   call's arguments, at least ``MIN_SHARED`` characters) shows up in a later request of the
   session: the harness kept what it asked for (a summary, extracted pins);
 - **compactions**: the points where a main-line request's history is not an extension of the
   previous main-line request's: a message of the previous one is gone (not merely grown in
   place, as AgentScope's reply message grows), or its summary changed; rejected requests
-  count as requests, and a point where another instance took over (a ``resume`` event between
-  the two, or turns served by different instances) is resume fidelity's business, not a
-  compaction. Where no later request of the instance can show it (another took over, or the
-  run ended), auxiliary calls in between are one compaction. Several compactions between two
-  requests are told apart by the histories their auxiliary calls compress (a pin extraction
-  and a summary of one compaction compress the same one); truncations without any call
-  between two requests show as one. A window that drops old messages
-  without a summary is a compaction seen from outside, though the reference harness's
-  ``window`` strategy records none.
+  count as requests (but not one retried: the next request ends with the same message, the
+  same call sent again with less before it), and a point where another instance took over
+  (a ``resume`` event between the two, or turns served by different instances) is resume
+  fidelity's business, not a compaction. Where no later request of the instance can show it
+  (another took over, or the run ended), auxiliary calls in between are one compaction.
+  Several compactions between two requests are told apart by the histories their auxiliary
+  calls compress (a pin extraction and a summary of one compaction compress the same one);
+  truncations without any call between two requests show as one. A window that drops old
+  messages without a summary is a compaction seen from outside, though the reference
+  harness's ``window`` strategy records none.
   Each is recorded as what was removed and what was added, and its summary is the new
   request's summary (or the text of the messages it added when the harness keeps its summary
   as a message), its source the request of the summary call before it (or the previous
@@ -103,6 +105,13 @@ def observe(rec: Record) -> Observed:
     compactions: list[dict[str, Any]] = []
     for seq in by_session.values():
         hashes = [rec.message_hashes(c["request"]) for c in seq]
+        # A rejected request retried (the next request ends with the same message, sent again
+        # with less before it) is an attempt of that call: a harness that trims the oldest
+        # message per overflow until its summary request fits compacts once, not per attempt.
+        keep = [i for i, c in enumerate(seq)
+                if c["type"] == "model_call" or i + 1 == len(seq) or not hashes[i]
+                or hashes[i][-1:] != hashes[i + 1][-1:]]
+        seq, hashes = [seq[i] for i in keep], [hashes[i] for i in keep]
         # Each distinct message and summary once: the last request showing it, and its text.
         last: dict[str, int] = {}
         for j, hs in enumerate(hashes):
@@ -131,8 +140,8 @@ def observe(rec: Record) -> Observed:
             taken = any(j > i and cid in made for j, cid in results) \
                 or (bool(said) and said in replies) \
                 or (bool(said) and any(j > i and mine and said in t for j, t, mine in shown)) \
-                or any(_extends(rec, hashes[i], hashes[j]) for j in range(i + 1,
-                                                                         min(i + 4, len(seq))))\
+                or any(hashes[j] != hashes[i] and _extends(rec, hashes[i], hashes[j])
+                       for j in range(i + 1, min(i + 4, len(seq))))\
                 or _cut(i)  # its instance was killed before the conversation could go on
             if taken:
                 continue

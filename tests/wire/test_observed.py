@@ -4,6 +4,7 @@ its tokens); a program that never drops history shows none (the control)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,28 @@ def test_compactions_and_summary_tokens_are_found_from_the_requests(tmp_path: Pa
         "turn_timeout": 120})
     assert plain.metrics is not None and plain.metrics["compactions"] == 0
     assert plain.metrics["summary_tokens"] == 0
+
+
+@pytest.mark.parametrize("variant", ["codex", "summary-fails"])
+def test_a_retried_call_is_one_attempt_not_a_compaction(tmp_path: Path, variant: str) -> None:
+    """codex trims its oldest message per overflow until its summary request fits (rejected
+    requests, each retried with less); a refusing summarizer's ladder sends the same request
+    again (a reply not taken up). Seen from outside, both are one compaction and their calls
+    its cost, as in process."""
+    path = bundled_dir() / "cost-after-compaction-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == variant)
+    inproc = run_variant(sc, v, source=path, out_dir=tmp_path / "in")
+    wire = run_variant(sc, v, source=path, out_dir=tmp_path / "wire",
+                       cli_set={"harness": WRAPPER, "turn_timeout": 120})
+    assert wire.error is None, wire.error
+    assert inproc.metrics is not None and wire.metrics is not None
+    rec = Record.load(wire.record)  # type: ignore[arg-type]
+    calls = [e for e in rec.events if e["type"] in ("model_call", "overflow")]
+    requests = [tuple(rec.message_hashes(e["request"])) for e in calls]
+    if variant == "codex":  # the pattern is there: rejected requests retried with less
+        assert sum(e["type"] == "overflow" for e in calls) > 10
+    else:  # the same request sent again after a reply
+        assert any(a == b for a, b in itertools.pairwise(requests))
+    assert wire.metrics["compactions"] == inproc.metrics["compactions"] >= 4
+    assert wire.metrics["summary_tokens"] == inproc.metrics["summary_tokens"] > 0
