@@ -102,6 +102,31 @@ def headline(rank: list[dict[str, Any]]) -> str:
     return lead + "."
 
 
+def grouped_headline(groups: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> str:
+    """The headline when the conversation changes with a swept key (``tables.sizing_keys``):
+    one sentence per value of it, never a ranking across conversations that differ."""
+    if len(groups) == 1 and not groups[0][0]:
+        return headline(groups[0][1])
+    keys = " and ".join(groups[0][0])
+    parts = []
+    for _at, rank in groups:
+        rated = [r for r in rank if r["quality"]["value"] is not None]
+        if not rated:
+            continue
+        best = rated[0]
+        passed = (best.get("all_passed") or {}).get("value")
+        runs = f", {_pct(passed)} of runs passing every check" if passed is not None else ""
+        lead = "best " if len(rated) > 1 else ""
+        parts.append(f"{lead}{best['label']}: {_pct(best['quality']['value'])} of follow-ups "
+                     f"and constraints at {_tokens(best['cost'])} true input tokens per "
+                     f"run{runs}")
+    if not parts:
+        return headline([])
+    return (f"The conversation itself changes with {keys} (its small talk is sized in that "
+            f"count), so cells are ranked only within one value of it: " + "; ".join(parts)
+            + ".")
+
+
 def wins_line(w: dict[str, Any]) -> str:
     """The strategies compared on the same conversation: how often each is best."""
     if not w["wins"] or not w["groups"]:
@@ -225,7 +250,8 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
             "strategy_wins": tables.strategy_wins(df, grid),
             "kill_table": tables.kill_table(df, grid)}
     drill, gallery = select_runs(df, grid)
-    lead = headline(rank)
+    groups = tables.ranking_groups(df, grid)
+    lead = grouped_headline(groups)
     comp = tables.compared(df, grid)
     ctl = tables.controls(df)
     svgs = {
@@ -240,8 +266,7 @@ def build(sweep_dir: str | Path) -> dict[str, Any]:
         "fixed": manifest.get("set", {}), "seeds": manifest.get("seeds", []),
         "headline": lead, "strategy_line": strategy_line(by_strategy),
         "wins_line": wins_line(data["strategy_wins"]),
-        "filler_scales": tables.filler_scales(df) and
-        bool({"context_size", "trigger_ratio"} & set(grid)),
+        "sizing_keys": list(groups[0][0]),
         "counts": {"runs": len(df), "compared": len(comp), "cells": len(rank),
                    "scenarios": int(df["scenario"].nunique()),
                    "controls": sum(c["runs"] for c in ctl),

@@ -349,13 +349,35 @@ def strategy_wins(df: pd.DataFrame, grid: Sequence[str]) -> dict[str, Any]:
                            key=lambda x: (-x["wins"], x["strategy"]))}
 
 
-def filler_scales(df: pd.DataFrame) -> bool:
-    """Whether the same scenario, variant and seed got a different amount of filler in
-    different cells (filler is sized to trigger_ratio x context_size)."""
-    if "filler_tokens" not in df.columns:
-        return False
-    ok = df[df["error"].isna()]
-    return bool((ok.groupby(["scenario", "variant", "seed"])["filler_tokens"].nunique() > 1).any())
+def sizing_keys(df: pd.DataFrame, grid: Sequence[str]) -> list[str]:
+    """The swept keys the conversation itself changes with: the same scenario, variant and seed,
+    with every other swept key held, got a different amount of filler under different values
+    (a swept estimator sizes the small talk in its own count). Cells that differ in such a key
+    ran different conversations, so they are ranked only within one value of it."""
+    if "filler_tokens" not in df.columns or not grid:
+        return []
+    ok = df[df["error"].isna() & df["filler_tokens"].notna()]
+    out = []
+    for k in grid:
+        held = ["scenario", "variant", "seed", *(f"set.{o}" for o in grid if o != k)]
+        sizes = ok.groupby(held, sort=False, dropna=False)["filler_tokens"].nunique()
+        if bool((sizes > 1).any()):
+            out.append(k)
+    return out
+
+
+def ranking_groups(df: pd.DataFrame, grid: Sequence[str]
+                   ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The ranking per value of the sizing keys (``sizing_keys``): one group, the whole grid,
+    when every cell ran the same conversation."""
+    keys = sizing_keys(df, grid)
+    if not keys:
+        return [({}, ranking(df, grid))]
+    out = []
+    for vals, g in df.groupby([f"set.{k}" for k in keys], sort=True, dropna=False):
+        vals = vals if isinstance(vals, tuple) else (vals,)
+        out.append(({k: py(v) for k, v in zip(keys, vals, strict=True)}, ranking(g, grid)))
+    return out
 
 
 def kill_table(df: pd.DataFrame, grid: Sequence[str]) -> list[dict[str, Any]]:

@@ -188,13 +188,13 @@ def test_every_cell_runs_the_same_filler_and_the_report_needs_no_caveat(
            (df["strategy"] == "structured")].set_index(["context_size", "trigger_ratio"])
     # Sized once for the grid (its largest trigger), not per cell.
     assert d["filler_tokens"].nunique() == 1 and d["filler_tokens"].iloc[0] > 0
-    assert not tables.filler_scales(df)
+    assert tables.sizing_keys(df, list(GRID)) == []
     text = small_sweep.report.read_text(encoding="utf-8")
-    assert "did not all run the same small talk" not in text
-    # The control: cells whose filler differs are seen.
+    assert 'id="sizing"' not in text
+    # The control: cells whose filler differs are seen, along the key they differ in.
     grown = df.copy()
     grown.loc[grown["context_size"] == 8192, "filler_tokens"] += 100
-    assert tables.filler_scales(grown)
+    assert tables.sizing_keys(grown, list(GRID)) == ["context_size"]
 
 
 def test_markup_in_scenario_text_is_escaped(small_sweep: SmallSweep) -> None:
@@ -359,3 +359,29 @@ def test_the_headline_says_how_many_runs_passed_every_check_beside_pooled_qualit
     assert "80% of its runs passing every check" in line
     # The control: a cell whose run share is unknown says nothing about it.
     assert "passing every check" not in headline([{**cell, "all_passed": {"value": None}}])
+
+
+def test_a_swept_estimator_sizes_its_own_conversation_and_the_headline_ranks_within_it(
+        tmp_path: Path) -> None:
+    """An estimator sizes the small talk in its own count, so its cells run different
+    conversations: the report ranks within each estimator and says so; the control, a strategy
+    grid over the same conversation, is ranked as one."""
+    from harnesslab.report.html import build
+
+    def sweep(name: str, *grid: str) -> dict[str, Any]:
+        out = tmp_path / name
+        args = ["sweep", "--scenario", "followup-after-filler-zh", "--variant", "default",
+                "--out", str(out), "--no-report", "--executor", "serial"]
+        for g in grid:
+            args += ["--grid", g]
+        assert main(args) == 0
+        return build(out)
+
+    view = sweep("est", "estimator=bytes4,o200k_base", "strategy=structured,truncate")
+    assert view["sizing_keys"] == ["estimator"]
+    head = view["headline"]
+    assert head.startswith("The conversation itself changes with estimator")
+    assert "estimator=bytes4" in head and "estimator=o200k_base" in head
+    assert head.count("best ") == 2  # one ranking per estimator, each of two strategies
+    same = sweep("strategy", "strategy=structured,truncate")
+    assert same["sizing_keys"] == [] and same["headline"].startswith("Best quality")
