@@ -230,8 +230,11 @@ def test_ctrl_c_writes_the_table_of_finished_runs_and_says_how_to_resume(
     argv = ["sweep", "--scenario", "brevity-30-turns-zh", "--variant", "default", "--executor",
             "serial", "--no-report", "--grid", "strategy=structured", "--seeds", "12", "--out",
             str(out)]
+    # Ctrl-C as a terminal sends it: the default handler, even when these tests were started
+    # in the background (where the shell leaves SIGINT ignored, and so would the child).
     proc = subprocess.Popen([sys.executable, "-m", "harnesslab.cli", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None
     err = [proc.stderr.readline()]  # "12 to run"
     err.append(proc.stderr.readline())  # the first run finished
