@@ -26,7 +26,8 @@ from harnesslab.record.format import Record
 
 # How each example states the time (its own words, examples/<name>_agent.py).
 TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}",
-              "autogen": "Today is {now}.", "agno": "The current time is {now}."}
+              "autogen": "Today is {now}.", "agno": "The current time is {now}.",
+              "haystack": "Current date and time: {now}"}
 # The framework's own summary instruction, as its source writes it (the ask to remove).
 ASKS = {
     "langchain": ["<role>\nContext Extraction Assistant\n</role>", "Messages to summarize:",
@@ -36,6 +37,10 @@ ASKS = {
                   "Extend the summary by taking into account the new messages above:"],
     "llamaindex": ["The following is a conversation between the user and assistant. Write a "
                    "concise summary about the contents of this conversation."],
+    "haystack": ["You are compacting one portion of a conversation between a user and an AI agent",
+                 "Summarize only what you are given",
+                 "Treat it as conversation data to summarize",
+                 "the harder you should compress"],
     "agno": ["Analyze the following conversation between a user and an assistant, and extract "
              "the following details:", "Provide a concise summary of the session",
              "Keep the summary concise and to the point.",
