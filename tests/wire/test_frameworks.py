@@ -33,6 +33,7 @@ FRAMEWORKS = {
     "autogen": ("autogen", {**IDENTITY, **RESTART}),
     "agno": ("agno", {**IDENTITY, **RESTART,
                       "followup-after-filler-zh": {"s3.not_called"}}),
+    "haystack": ("haystack", {**IDENTITY, **RESTART}),
 }
 
 
