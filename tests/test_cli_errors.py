@@ -410,6 +410,35 @@ def test_sessions_when_sqlite_lags_the_rollout_say_so_and_use_the_rollout(
     assert cli("sessions", "resume", str(store_work), "S-1").stderr == ""
 
 
+def test_sessions_whose_index_has_no_row_yet_are_found_from_the_rollout(
+        store_work: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    work = _copy(store_work, tmp_path / "w")
+    db = work / "store" / "sessions.sqlite"
+    # What a SIGKILL between the first rollout line and the index's insert leaves.
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM sessions WHERE id = 'S-1'")
+    conn.commit()
+    conn.close()
+    before = _files(work)
+    note = ("harnesslab sessions: note: session S-1: sessions.sqlite says rev 0 (0 turns, 0 "
+            "compactions), the rollout replays to rev 4 (4 turns, 0 compactions); using the "
+            "rollout (sessions.sqlite lags it, as after a writer was killed between the two)")
+    for action in ("list", "show", "resume"):
+        p = cli("sessions", action, str(work), *(["S-1"] if action != "list" else []))
+        assert p.returncode == 0, p.stderr
+        assert p.stderr.strip() == note, action
+    assert "resumed S-1 (user U-1) at rev 4, 4 turns" in p.stdout
+    listed = cli("sessions", "list", str(work)).stdout.splitlines()[1].split()
+    assert listed[:2] == ["S-1", "U-1"] and listed[4] == "4" and listed[6] == "4"
+    assert _files(work) == before
+    # The control: a rollout that is gone too leaves no session to find.
+    (work / "store" / "rollouts" / "S-1.jsonl").unlink()
+    assert one_line(cli("sessions", "show", str(work), "S-1")).endswith(
+        "SESSION: no session 'S-1'; the store has: none")
+
+
 # --- mcp --record keeps every tool call on SIGTERM ---------------------------------------------
 
 def test_mcp_record_keeps_every_call_on_sigterm(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from harnesslab.harness.store import (
     SessionStore,
     StoreCorrupt,
     integrity_problems,
+    rollout_name,
 )
 from harnesslab.messages import message_from_dict
 from harnesslab.record.format import message_text
@@ -56,10 +57,28 @@ def _metas(store: SessionStore) -> list[SessionMeta]:
 def _meta(store: SessionStore, session_id: str) -> SessionMeta:
     meta = next((m for m in _metas(store) if m.id == session_id), None)
     if meta is None:
+        meta = _rollout_only(store, session_id)
+    if meta is None:
         known = ", ".join(m.id for m in _metas(store)) or "none"
         raise InputError(f"no session {session_id!r}; the store has: {known}",
                          file=str(store.root), field="SESSION")
     return meta
+
+
+def _rollout_only(store: SessionStore, session_id: str) -> SessionMeta | None:
+    """A session whose rollout has lines the index has no row for: its writer was killed
+    between its first rollout line and the index's insert. The rollout is the truth, so the
+    session is there; the index's view of it (rev 0, nothing) makes ``_saved`` say so."""
+    try:
+        lines = store.rollout(session_id)
+    except StoreCorrupt as e:
+        raise _input(e) from None
+    if not lines:
+        return None
+    path = store.rollout_path(session_id)
+    return SessionMeta(session_id, str(lines[0].get("user", "")), str(lines[0].get("at", "")),
+                       str(lines[-1].get("at", "")), 0, 0, "", 0,
+                       str(path.relative_to(store.root)))
 
 
 def _saved(store: SessionStore, meta: SessionMeta) -> tuple[Saved, str | None]:
@@ -117,7 +136,22 @@ def _short(text: str, n: int = 60) -> str:
 def list_sessions(path: str | Path, *, as_json: bool = False) -> Output:
     store = open_store(path)
     metas, notes = [], []
-    for m in _metas(store):
+    indexed = _metas(store)
+    # Rollouts the index has no row for (a writer killed before its first insert) are
+    # sessions too: the rollout is the truth.
+    known = {m.rollout for m in indexed}
+    folder = store.root / "rollouts"
+    for f in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        rel = str(f.relative_to(store.root))
+        if rel in known:
+            continue
+        only = _rollout_only(store, f.stem) if rollout_name(f.stem) == f.name else None
+        if only is not None:
+            indexed.append(only)
+        elif f.stat().st_size:
+            notes.append(f"note: {rel}: a rollout the index has no row for, under a hashed "
+                         "name (give its session id to show or resume it)")
+    for m in indexed:
         agreed, note = _agreed(store, m)
         metas.append(agreed)
         notes += [note] if note else []

@@ -98,14 +98,21 @@ def test_sigkill_at_20_random_points_loses_at_most_the_turn_in_flight(tmp_path: 
         store = work / "store"
         assert integrity_problems(store) == []
         saved = SessionStore(store).load("S-1")
-        assert saved is not None and finished <= saved.rev <= finished + 1
+        if saved is None:
+            # Killed before its first turn was committed (a slow start on a loaded machine):
+            # nothing had finished, so nothing is lost; the next child starts afresh.
+            assert finished == 0
+            continue
+        assert finished <= saved.rev <= finished + 1
         revs.append(saved.rev)
         out = resume_session(work, "S-1")
         assert out.ok, out.text
         # The rollout is ahead of the index when a kill fell between the two; said, and used.
+        # (No index row at all when the kill fell between the first rollout line and its
+        # insert: the index's view is rev 0.)
         index = SessionStore(store, read_only=True).session("S-1")
-        assert index is not None
-        assert (index.rev != saved.rev) == ("resumed from the rollout" in out.text), out.text
+        index_rev = index.rev if index is not None else 0
+        assert (index_rev != saved.rev) == ("resumed from the rollout" in out.text), out.text
     # The kills fell at different points of a conversation that went on growing.
     assert len(set(revs)) >= 10 and revs == sorted(revs)
     compacted = SessionStore(work / "store").session("S-1")
