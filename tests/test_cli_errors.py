@@ -381,17 +381,23 @@ def test_sessions_on_an_emptied_rollout(store_work: Path, tmp_path: Path, action
     assert _files(work) == before
 
 
-def test_sessions_when_sqlite_lags_the_rollout_say_so_and_use_the_rollout(
-        store_work: Path, tmp_path: Path) -> None:
+def _index_edited(store_work: Path, tmp_path: Path, sql: str) -> Path:
+    """A copy of the store whose metadata index had ``sql`` done to it."""
     import sqlite3
 
     work = _copy(store_work, tmp_path / "w")
-    db = work / "store" / "sessions.sqlite"
-    # What a SIGKILL between the rollout's fsync and the index update leaves.
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE sessions SET rev = 3, turns = 3 WHERE id = 'S-1'")
+    conn = sqlite3.connect(work / "store" / "sessions.sqlite")
+    conn.execute(sql)
     conn.commit()
     conn.close()
+    return work
+
+
+def test_sessions_when_sqlite_lags_the_rollout_say_so_and_use_the_rollout(
+        store_work: Path, tmp_path: Path) -> None:
+    # What a SIGKILL between the rollout's fsync and the index update leaves.
+    work = _index_edited(store_work, tmp_path, "UPDATE sessions SET rev = 3, turns = 3 "
+                         "WHERE id = 'S-1'")
     before = _files(work)
     note = ("harnesslab sessions: note: session S-1: sessions.sqlite says rev 3 (3 turns, 0 "
             "compactions), the rollout replays to rev 4 (4 turns, 0 compactions); using the "
@@ -412,15 +418,8 @@ def test_sessions_when_sqlite_lags_the_rollout_say_so_and_use_the_rollout(
 
 def test_sessions_whose_index_has_no_row_yet_are_found_from_the_rollout(
         store_work: Path, tmp_path: Path) -> None:
-    import sqlite3
-
-    work = _copy(store_work, tmp_path / "w")
-    db = work / "store" / "sessions.sqlite"
     # What a SIGKILL between the first rollout line and the index's insert leaves.
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM sessions WHERE id = 'S-1'")
-    conn.commit()
-    conn.close()
+    work = _index_edited(store_work, tmp_path, "DELETE FROM sessions WHERE id = 'S-1'")
     before = _files(work)
     note = ("harnesslab sessions: note: session S-1: sessions.sqlite says rev 0 (0 turns, 0 "
             "compactions), the rollout replays to rev 4 (4 turns, 0 compactions); using the "
