@@ -16,8 +16,11 @@ Responses -> Request (``request_from_responses``), one bench message per input i
   result for its ``call_id`` (named after that call, as for Chat Completions); a ``reasoning``
   item is an assistant message holding one thinking block per ``summary_text``;
 - ``tools``: each function tool's JSON text as sent (its ``name``); a built-in tool without a
-  name (``web_search``, ...) is kept under its ``type``; ``max_output_tokens`` is the output
-  budget.
+  name (``web_search``, ...) is kept under its ``type``; a ``namespace`` tool (a named group of
+  function tools, as Codex offers an MCP server's tools: ``{"type": "namespace", "name":
+  "mcp__server", "tools": [...]}``) is its function tools, each under its own name with the
+  group's name added to its JSON as ``namespace``; ``max_output_tokens`` is the output budget.
+  A ``function_call`` item's ``namespace`` is not kept (the call is named by its ``name``).
 
 ``previous_response_id`` (with ``store``, true unless said false) is the server's business:
 the input of the response it names, then that response's output, then this ``input``
@@ -151,6 +154,37 @@ def _item(d: Any, i: int, names: dict[str, str]) -> Message:
                      "function_call, function_call_output, reasoning", field=_where(i, ".type"))
 
 
+def _tools(t: Any, k: int) -> list[ToolSchema]:
+    """One tool of the body, or a namespace's function tools (module docstring)."""
+    if isinstance(t, Mapping) and t.get("type") == "namespace":
+        ns, inner = t.get("name"), t.get("tools")
+        if not isinstance(ns, str) or not isinstance(inner, list):
+            raise InputError("a namespace tool needs a string 'name' and a list of 'tools'",
+                             field=f"tools[{k}]")
+        out = []
+        for j, f in enumerate(inner):
+            if not isinstance(f, Mapping) or not isinstance(f.get("name"), str):
+                raise InputError("a tool needs a string 'name'", field=f"tools[{k}].tools[{j}]")
+            out.append(ToolSchema(f["name"], json.dumps({**f, "namespace": ns},
+                                                        ensure_ascii=False)))
+        return out
+    return [_tool(t, k)]
+
+
+def namespaces(body: Mapping[str, Any]) -> dict[str, str]:
+    """Each namespaced function tool's name -> its namespace, from the body's tools: a call to
+    one is answered with its ``namespace``, as the API does, so the client routes it."""
+    out: dict[str, str] = {}
+    tools = body.get("tools")
+    for t in tools if isinstance(tools, list) else ():
+        if isinstance(t, Mapping) and t.get("type") == "namespace" \
+                and isinstance(t.get("name"), str) and isinstance(t.get("tools"), list):
+            for f in t["tools"]:
+                if isinstance(f, Mapping) and isinstance(f.get("name"), str):
+                    out.setdefault(f["name"], t["name"])
+    return out
+
+
 def _tool(t: Any, k: int) -> ToolSchema:
     if not isinstance(t, Mapping) or not isinstance(t.get("name", t.get("type")), str):
         raise InputError("a tool needs a string 'name' (or, built in, a 'type')",
@@ -188,7 +222,7 @@ def request_from_responses(body: Mapping[str, Any], *, items: list[Any] | None =
         raise InputError(f"expected a positive integer, got {budget!r}",
                          field="max_output_tokens")
     return Request(system=system, messages=messages,
-                   tools=tuple(_tool(t, k) for k, t in enumerate(tools_raw)),
+                   tools=tuple(s for k, t in enumerate(tools_raw) for s in _tools(t, k)),
                    output_budget=budget, session_id=session_id)
 
 
@@ -277,16 +311,22 @@ def _normal(item: Any) -> Any:
 
 # --- Response -> Responses ---------------------------------------------------------------------
 
-def output_items(resp: Response, *, id: str) -> list[dict[str, Any]]:
-    """The output items of ``resp`` (completed): its text as one message, then its calls."""
+def output_items(resp: Response, *, id: str,
+                 body: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The output items of ``resp`` (completed): its text as one message, then its calls (a
+    call to a tool of a namespace in ``body``'s tools names the namespace)."""
     out: list[dict[str, Any]] = []
+    grouped = namespaces(body) if body is not None else {}
     if resp.text:
         out.append({"id": f"msg_{id}", "type": "message", "status": "completed",
                     "role": "assistant", "content": [
                         {"type": "output_text", "text": resp.text, "annotations": []}]})
     for k, c in enumerate(resp.tool_calls):
-        out.append({"id": f"fc_{id}_{k}", "type": "function_call", "status": "completed",
-                    "call_id": c.id, "name": c.name, "arguments": c.input})
+        item = {"id": f"fc_{id}_{k}", "type": "function_call", "status": "completed",
+                "call_id": c.id, "name": c.name, "arguments": c.input}
+        if c.name in grouped:
+            item["namespace"] = grouped[c.name]
+        out.append(item)
     return out
 
 
@@ -309,7 +349,7 @@ def response_object(resp: Response | None, body: Mapping[str, Any], *, id: str, 
         "instructions": body.get("instructions"),
         "max_output_tokens": body.get("max_output_tokens"),
         "model": model,
-        "output": output_items(resp, id=id) if resp is not None else [],
+        "output": output_items(resp, id=id, body=body) if resp is not None else [],
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
         "previous_response_id": body.get("previous_response_id"),
         "reasoning": {"effort": None, "summary": None},
@@ -345,7 +385,7 @@ def stream_events(resp: Response, body: Mapping[str, Any], *, id: str, created: 
                                                              created=created, model=model))
     yield event("response.in_progress", response=response_object(None, body, id=id,
                                                                  created=created, model=model))
-    for k, item in enumerate(output_items(resp, id=id)):
+    for k, item in enumerate(output_items(resp, id=id, body=body)):
         if item["type"] == "message":
             text = item["content"][0]["text"]
             yield event("response.output_item.added", output_index=k,

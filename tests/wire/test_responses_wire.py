@@ -141,6 +141,10 @@ def test_round_trip_property(turns: list[tuple[dict[str, Any], str, bool, bool]]
      "unsupported content part 'input_file'"),
     ({"input": [{"type": "function_call", "name": "x"}]}, "input[0].call_id", "call_id"),
     ({"input": "x", "tools": [1, 2]}, "tools[0]", "a tool needs"),
+    ({"input": "x", "tools": [{"type": "namespace", "name": "mcp__s"}]}, "tools[0]",
+     "a namespace tool needs"),
+    ({"input": "x", "tools": [{"type": "namespace", "name": "mcp__s", "tools": [{}]}]},
+     "tools[0].tools[0]", "a tool needs"),
     ({"input": "x", "max_output_tokens": 0}, "max_output_tokens", "positive integer"),
 ])
 def test_bad_input_names_the_field(body: dict[str, Any], field: str, match: str) -> None:
@@ -171,6 +175,26 @@ def test_response_object_and_stream_events_agree() -> None:
     kinds = [e["type"] for e in events]
     assert kinds.count("response.output_item.added") == kinds.count(
         "response.output_item.done") == 2
+
+
+def test_a_namespace_tool_is_its_function_tools_and_a_call_names_the_namespace() -> None:
+    # Codex 0.171 offers an MCP server's tools as one namespace tool; the model must see each
+    # function (a group kept whole under its name offered the model no track_order at all),
+    # and a call must come back with the namespace, or Codex cannot route it to the server.
+    inner = {k: v for k, v in TOOL.items() if k != "strict"}
+    body = {"input": "q", "tools": [{"type": "namespace", "name": "mcp__harnesslab",
+                                     "description": "d", "tools": [inner]}, {"type": "web_search"}]}
+    tools = request_from_responses(body).tools
+    assert [t.name for t in tools] == ["track_order", "web_search"]
+    assert json.loads(tools[0].json) == {**inner, "namespace": "mcp__harnesslab"}
+    out = response_object(RESP, body, id="S_1", created=5, model="m")["output"][1]
+    assert out["name"] == "track_order" and out["namespace"] == "mcp__harnesslab"
+    events = list(stream_events(RESP, body, id="S_1", created=5, model="m"))
+    assert events[-2]["item"]["namespace"] == "mcp__harnesslab"
+    # Control: the same function offered on its own is answered without a namespace.
+    plain = response_object(RESP, {"input": "q", "tools": [TOOL]}, id="S_1", created=5,
+                            model="m")["output"][1]
+    assert "namespace" not in plain
 
 
 def test_a_stored_response_continues_its_conversation() -> None:
