@@ -28,18 +28,88 @@ another instance would. CODEX_HOME lives in HARNESSLAB_WORKDIR, kept for the who
 The reply is the last `agent_message` item of the JSON events; a turn that ends in
 `turn.failed` or `error` is a failed reply with Codex's message as the reason.
 """
+import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CANDIDATES = [Path("/work/codex-try/node_modules/.bin/codex"),
               HERE.parent / ".ci" / "node" / "node_modules" / ".bin" / "codex"]
 SERVER = "harnesslab"  # the MCP server's name in Codex's config: its tools are SERVER__tool
+
+
+class ClockShim:
+    """The world's date in place of the host's, where Codex's request shows the clock.
+
+    Codex writes `<current_date>` (and `<timezone>`) into its `<environment_context>` from
+    the host clock (codex-rs/core/src/environment_context.rs); under the bench the world's
+    clock is the scenario's, days away. The binary is static (musl), so libfaketime cannot
+    shift its clock. This loopback relay between Codex and the bench replaces the stated date
+    with the world's current date (from the protocol's `now`), as if Codex ran on the
+    world's day, and passes everything else through byte for byte. `--host-clock` turns it
+    off (Codex then states the host's date: a skewed clock, the control)."""
+
+    DATE = re.compile(rb"<current_date>\d{4}-\d{2}-\d{2}</current_date>")
+
+    def __init__(self, upstream: str) -> None:
+        self.up = urllib.parse.urlsplit(upstream.rstrip("/"))
+        self.date = ""
+        shim = self
+
+        class Relay(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def relay(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                if shim.date and body:
+                    body = shim.DATE.sub(f"<current_date>{shim.date}</current_date>".encode(),
+                                         body)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "content-length", "connection")}
+                if body:
+                    headers["Content-Length"] = str(len(body))
+                conn = http.client.HTTPConnection(shim.up.hostname, shim.up.port, timeout=600)
+                try:
+                    conn.request(self.command, shim.up.path + self.path.removeprefix("/v1"),
+                                 body=body or None, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                except OSError as e:
+                    self.send_error(502, str(e))
+                    return
+                finally:
+                    conn.close()
+                self.send_response(resp.status)
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = relay
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def at(self, now: str | None) -> None:
+        if now:
+            self.date = now[:10]  # the ISO date in the world's own zone
 
 
 def find_codex() -> str:
@@ -81,7 +151,7 @@ def toml_str(s: str) -> str:
     return json.dumps(s)  # a JSON string is a valid TOML basic string
 
 
-def write_config(home: Path) -> None:
+def write_config(home: Path, base_url: str) -> None:
     """CODEX_HOME/config.toml: the bench as the model provider and the tool server. Rewritten
     by each process (the URL and key are per instance); the sessions stay."""
     lines = [
@@ -91,7 +161,7 @@ def write_config(home: Path) -> None:
         'sandbox_mode = "read-only"',
         "[model_providers.hl]",
         'name = "harnesslab"',
-        f"base_url = {toml_str(os.environ['OPENAI_BASE_URL'].rstrip('/'))}",
+        f"base_url = {toml_str(base_url)}",
         'wire_api = "responses"',
         'env_key = "OPENAI_API_KEY"',
         # The bench answers at once or not at all: a retried request would be a second call.
@@ -147,7 +217,9 @@ class Codex:
         # The session's thread id: the pointer to Codex's rollout, which holds the conversation.
         self.pointer = workdir / f"codex-thread-{session}"
         self.binary, self.env = native(find_codex())
-        write_config(self.home)
+        upstream = os.environ["OPENAI_BASE_URL"].rstrip("/")
+        self.shim = None if "--host-clock" in argv else ClockShim(upstream)
+        write_config(self.home, self.shim.url if self.shim else upstream)
         self.config, self.honours = overrides(settings)
         self.config += extra_overrides(argv)
         self.proc: subprocess.Popen[str] | None = None
@@ -223,16 +295,20 @@ def main() -> None:
         kind = msg.get("type")
         if kind == "shutdown":
             break
+        if codex is not None and codex.shim is not None:
+            codex.shim.at(msg.get("now"))
         if kind == "hello":
             codex = Codex(workdir, os.environ["HARNESSLAB_SESSION_ID"], msg.get("settings") or {},
                           sys.argv[1:])
+            if codex.shim is not None:
+                codex.shim.at(msg.get("now"))
             answer({"type": "hello", "honours": codex.honours})
         elif kind == "user":
             assert codex is not None
             answer({"type": "reply", **codex.turn(msg["text"], msg.get("images") or [])})
         elif kind == "preload":
             answer({"type": "unsupported"})
-        else:  # advance: Codex states the host's date itself
+        else:  # advance: the clock shim took the new date above
             answer({"type": "ok"})
 
 

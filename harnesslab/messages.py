@@ -142,9 +142,13 @@ class ToolSchema:
     def from_dict(cls, schema: Mapping[str, Any]) -> ToolSchema:
         fn = schema.get("function", schema)
         name = fn.get("name") if isinstance(fn, Mapping) else None
+        if name is None and schema.get("type") not in (None, "function"):
+            # A built-in tool without a name (the Responses API's web_search) is kept under
+            # its type, as the Responses wire keeps it.
+            name = schema.get("type")
         if not isinstance(name, str):
-            raise InputError("a tool schema needs a string 'name' (or 'function.name')",
-                             field="tools")
+            raise InputError("a tool schema needs a string 'name' (or 'function.name', or a "
+                             "built-in tool's 'type')", field="tools")
         return cls(name, json.dumps(schema, ensure_ascii=False))
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 (docs/understanding.md lists them), each parsed to an aware time, the scenario's zone when the
 statement gives none.
 
-Read: the runtime-state tag ``<current-time>ISO</current-time>``; a labelled statement
+Read: the runtime-state tag ``<current-time>ISO</current-time>`` and its kin
+``<current_date>``, ``<current_time>``, ``<current-date>``, ``<current_datetime>`` (Codex CLI's
+``<environment_context>`` states ``<current_date>2026-11-29</current_date>``); a labelled statement
 (``Current time:``, ``Current date and time is``, ``The current time is``, ``Today is``,
 ``Now:``, ``现在是``, ``当前时间``, ``今天是``, ...) followed on the same line by ISO 8601 (with or
 without zone, ``T`` or a space), RFC 2822 (``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
@@ -46,7 +48,8 @@ _LABEL = r"(?:(?:the[ \t]+)?current[ \t]+(?:local[ \t]+)?(?:date[ \t]*(?:and|&|/
          r"(?:it[ \t]+is[ \t]+)?now|现在(?:时间)?|当前(?:时间|日期)|今天|北京时间)"
 # A labelled statement: the label, "is"/":"/"是" (or nothing), then one of the forms.
 TIME_RE = re.compile(
-    r"(?:<current-time>[ \t]*(?P<tag>[^<\n]+?)[ \t]*</current-time>)"
+    r"(?:<(?P<tagname>current[-_](?:date[-_]?time|time|date))>[ \t]*(?P<tag>[^<\n]+?)[ \t]*"
+    r"</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*(?:is|was|=|:|：|是|为)?[ \t]*"
     r"(?P<labelled>" + _RFC + "|" + _ISO + "|" + _ZH + "|" + _EN + r"))"
     r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from harnesslab.scenario.loader import load_scenario
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.reading import View, current_index
 from harnesslab.sim.summarizer import summary_request
+from harnesslab.sim.times import stated_times
 
 # --- decorations ------------------------------------------------------------------------------
 
@@ -325,3 +326,16 @@ def without_text(r: Request, old: str, new: str) -> Request:
     return replace(r, messages=tuple(
         replace(m, content=tuple(TextBlock(b.text.replace(old, new)) if isinstance(b, TextBlock)
                                  else b for b in m.content)) for m in r.messages))
+
+
+@pytest.mark.parametrize("tag", ["current_date", "current-date", "current_time",
+                                 "current_datetime", "current-time"])
+def test_a_current_time_tag_under_its_kin_names_is_read(tag: str) -> None:
+    # Codex CLI's <environment_context> states <current_date>2026-11-29</current_date>.
+    zone = timezone(timedelta(hours=8))
+    text = f"<environment_context>\n  <{tag}>2026-11-29</{tag}>\n</environment_context>"
+    assert [t for _, t in stated_times(text, zone)] == [datetime(2026, 11, 29, tzinfo=zone)]
+    # Controls: the same date in running prose, or under a tag that is no statement of now.
+    assert not list(stated_times("the parcel left on 2026-11-29 from 杭州", zone))
+    assert not list(stated_times(f"<{tag}>2026-11-29</ship_date>", zone))
+    assert not list(stated_times("<ship_date>2026-11-29</ship_date>", zone))

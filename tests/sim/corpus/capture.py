@@ -27,12 +27,19 @@ from harnesslab.record.format import Record
 # How each example states the time (its own words, examples/<name>_agent.py).
 TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}",
               "autogen": "Today is {now}.", "agno": "The current time is {now}.",
-              "haystack": "Current date and time: {now}"}
+              "haystack": "Current date and time: {now}",
+              # Codex CLI states a date only, in its <environment_context> user message.
+              "codex": "<current_date>{date}</current_date>"}
+# Whose first request is kept whole (its instructions are the CLI's own, and long).
+WHOLE_FIRST = {"codex"}
 # The framework's own summary instruction, as its source writes it (the ask to remove).
 ASKS = {
     "langchain": ["<role>\nContext Extraction Assistant\n</role>", "Messages to summarize:",
                   "You should structure your summary using the following sections.",
                   "extract the most important and relevant context to replace it"],
+    # Codex CLI 0.171's compaction prompt (codex-rs/core/templates/compact/prompt.md).
+    "codex": ["You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary "
+              "for another LLM that will resume the task."],
     "langgraph": ["Create a summary of the conversation above:",
                   "Extend the summary by taking into account the new messages above:"],
     "llamaindex": ["The following is a conversation between the user and assistant. Write a "
@@ -69,9 +76,22 @@ def _written(call: dict[str, Any]) -> str:
         if isinstance(data, dict) else text
 
 
+def _anonymised(d: Any, path: str) -> Any:
+    """``d`` with the run's folder (a CLI's working directory it states, e.g. Codex's
+    ``<cwd>``) written as ``/run``."""
+    if isinstance(d, str):
+        return d.replace(path, "/run")
+    if isinstance(d, list):
+        return [_anonymised(x, path) for x in d]
+    if isinstance(d, dict):
+        return {k: _anonymised(v, path) for k, v in d.items()}
+    return d
+
+
 def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
     path = next(out.rglob("seed0.jsonl"))
     rec = Record.load(path)
+    folder = str(path.parent)
     turns = {t["step"]: t for t in rec.of_type("turn")}
     calls = rec.of_type("model_call")
     entries: list[dict[str, Any]] = []
@@ -81,14 +101,35 @@ def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
         r = rec.request(e["request"])
         asks = [a for a in ASKS.get(framework, []) if a in _text(r)]
         keep = {len(r.messages) - 1} if r.messages else set()
+        # And the latest user message holding a turn's words: what the summary's goal is
+        # (Codex's compaction comes after the tool call and answer, five messages on).
+        asked = [i for i, m in enumerate(r.messages) if m.role == "user"
+                 and any(t["text"] in m.plain_text() for t in turns.values())]
+        keep |= set(asked[-1:])
         entries.append({"what": "summary_request", "asks": asks,
                         "request": request_to_dict(_cut(r, keep))})
+    if framework in WHOLE_FIRST:
+        # The session's first request whole: the CLI's own long instructions, which must read
+        # as neither a question nor a summary ask.
+        first = min(turns)
+        e = next(e for e in calls if e["step"] == first)
+        turn = turns[first]
+        now_text = TIME_FORMS[framework].format(now=turn["now"], date=turn["now"][:10])
+        r = replace(rec.request(e["request"]), session_id="")
+        entries.append({"what": "turn", "question": turn["text"], "now": turn["now"],
+                        "time_text": now_text if now_text in _text(r) else "",
+                        "summary_text": "", "request": request_to_dict(r)})
     last_step = max(turns)
-    answering = [e for e in calls if e["step"] == last_step and e["purpose"] == "reply"]
+    turn = turns[last_step]
+    # The first call of the last turn whose request holds its words (a CLI may compact
+    # before it: Codex's pre-turn compaction request does not hold the new question).
+    answering = [e for e in calls if e["step"] == last_step and e["purpose"] == "reply"
+                 and any(m.role == "user" and turn["text"] in m.plain_text()
+                         for m in rec.request(e["request"]).messages)]
     e = answering[0]
     r = rec.request(e["request"])
-    turn = turns[last_step]
-    now_text = TIME_FORMS[framework].format(now=turn["now"]) if framework in TIME_FORMS else ""
+    now_text = TIME_FORMS[framework].format(now=turn["now"], date=turn["now"][:10]) \
+        if framework in TIME_FORMS else ""
     question_at = max(i for i, m in enumerate(r.messages)
                       if m.role == "user" and turn["text"] in m.plain_text())
     keep = {question_at}
@@ -103,7 +144,8 @@ def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
                     "summary_text": summary_text if presented else "",
                     "request": request_to_dict(_cut(r, keep))})
     return {"framework": framework, "version": version, "scenario": rec.header["scenario"],
-            "example": f"examples/{framework}_agent.py", "entries": entries}
+            "example": f"examples/{framework}_agent.py",
+            "entries": _anonymised(entries, folder)}
 
 
 if __name__ == "__main__":
