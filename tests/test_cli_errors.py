@@ -202,6 +202,17 @@ def test_a_scenario_given_as_the_sweep_file(tmp_path: Path) -> None:
         f"--scenario {FOLLOWUP} (a sweep file holds scenarios, variants, seeds, set, grid)")
 
 
+def test_a_bundled_id_given_as_the_sweep_file(tmp_path: Path) -> None:
+    assert one_line(cli("sweep", "followup-o1001-zh", "--out", str(tmp_path / "sw"))) == (
+        "harnesslab sweep: error: followup-o1001-zh: a bundled scenario id, not a sweep file: "
+        "give it as --scenario followup-o1001-zh (a sweep file holds scenarios, variants, seeds, "
+        "set, grid)")
+    # The control: a name that is neither stays a file that cannot be read.
+    assert one_line(cli("sweep", "no-such-sweep", "--out", str(tmp_path / "sw"))) == (
+        "harnesslab sweep: error: no-such-sweep: cannot read: No such file or directory")
+    assert not (tmp_path / "sw").exists()
+
+
 def test_a_repeated_grid_key_sweeps_the_union_of_its_values(swept: Path) -> None:
     from harnesslab.sweep.spec import parse_grid
 

@@ -161,6 +161,11 @@ def load_sweep(path: str | Path) -> SweepSpec:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
     except OSError as e:
+        # A bundled id where the sweep file goes is the same slip as a scenario file there.
+        if not p.exists() and p.suffix == "" and (bundled_dir() / f"{src}.yaml").is_file():
+            raise InputError("a bundled scenario id, not a sweep file: give it as --scenario "
+                             f"{src} (a sweep file holds scenarios, variants, seeds, set, grid)",
+                             file=src) from None
         raise InputError(f"cannot read: {e.strerror or e}", file=src) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
