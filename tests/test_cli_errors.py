@@ -233,24 +233,27 @@ def test_progress_lines_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     assert p.stderr.splitlines()[1].startswith("sweep: 1/1 runs (100%), 0 with an error, ")
 
 
+@pytest.mark.parametrize(("executor", "seeds"), [("serial", 12), ("processes", 40)])
 def test_ctrl_c_writes_the_table_of_finished_runs_and_says_how_to_resume(
-        tmp_path: Path) -> None:
+        tmp_path: Path, executor: str, seeds: int) -> None:
     import signal
 
     out = tmp_path / "sw"
     argv = ["sweep", "--scenario", "brevity-30-turns-zh", "--variant", "default", "--executor",
-            "serial", "--no-report", "--grid", "strategy=structured", "--seeds", "12", "--out",
-            str(out)]
-    # Ctrl-C as a terminal sends it: the default handler, even when these tests were started
-    # in the background (where the shell leaves SIGINT ignored, and so would the child).
+            executor, "--no-report", "--grid", "strategy=structured", "--seeds", str(seeds),
+            "--out", str(out)]
+    # Ctrl-C as a terminal sends it: to the bench's whole process group (the bench and its
+    # worker processes alike), with the default handler even when these tests were started in
+    # the background (where the shell leaves SIGINT ignored, and so would the child).
     proc = subprocess.Popen([sys.executable, "-m", "harnesslab.cli", *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None
-    err = [proc.stderr.readline()]  # "12 to run"
-    err.append(proc.stderr.readline())  # the first run finished
-    assert err[1].startswith("sweep: 1/12 runs"), err
-    proc.send_signal(signal.SIGINT)
+    err = [proc.stderr.readline()]  # "N to run"
+    err.append(proc.stderr.readline())  # the first progress line: runs have finished
+    assert err[1].startswith("sweep: ") and f"/{seeds} runs" in err[1], err
+    os.killpg(proc.pid, signal.SIGINT)
     stdout, rest = proc.communicate(timeout=120)
     assert proc.returncode == 130, (stdout, rest)
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
@@ -260,10 +263,10 @@ def test_ctrl_c_writes_the_table_of_finished_runs_and_says_how_to_resume(
     import pandas as pd
 
     kept = len(pd.read_parquet(out / "sweep.parquet"))
-    assert 1 <= kept <= 12 and f"{kept} of 12 runs finished" in last
+    assert 1 <= kept < seeds and f"{kept} of {seeds} runs finished" in last
     again = cli(*argv)
     assert again.returncode == 0, again.stderr
-    assert f"12 runs: {12 - kept} run now, {kept} already done" in again.stdout
+    assert f"{seeds} runs: {seeds - kept} run now, {kept} already done" in again.stdout
 
 
 @pytest.mark.parametrize("cut", ["line-end", "mid-line"])
@@ -283,6 +286,8 @@ def test_a_record_cut_inside_a_sweep_folder_is_done_again(swept: Path, tmp_path:
     from harnesslab.sweep.rows import RowsFile
 
     assert len(RowsFile(out).rows()) == 2
+    # And the report, which failed on the cut record before, reads the redone one.
+    assert cli("report", str(out), "--reports", str(tmp_path / "r")).returncode == 0
 
 
 def test_a_corrupt_sweep_table(swept: Path, tmp_path: Path) -> None:
