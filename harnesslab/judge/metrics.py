@@ -42,11 +42,11 @@ Per run (``run_metrics``):
   ``memory_visibility``, ``memory_items`` (``harnesslab.judge.memory_metrics``).
 - for a black-box program (``harness=cmd:...``) the compactions are those found from its
   request stream (``judge.observed``), never events of its own, and ``summary_tokens`` counts
-  its auxiliary calls (every call that does not answer: a summary, an extraction, a title),
-  as in process it counts the reference harness's summary and pin calls, all its calls that
-  do not answer;
+  its auxiliary calls (every call that answers no turn: a summary, an extraction, a title);
 - cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
-  + output of summary calls and pin extractions), ``model_calls``.
+  + output of the calls that answer no turn: every call whose purpose is not ``reply``, i.e.
+  summaries, pin extractions, memory extractions; the same cost a program's auxiliary calls
+  are), ``model_calls``.
 """
 
 from __future__ import annotations
@@ -216,9 +216,10 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
 
     estimated = [e for e in calls if e["true_input"] and e["estimate"] is not None]
     errors = [(e["estimate"] - e["true_input"]) / e["true_input"] for e in estimated]
-    # What compaction costs: summary calls and pin extractions.
-    summary_calls = [e for e in calls if e["purpose"] in ("summary", "pin")
-                     or (seen is not None and e["call"] in seen.auxiliary)]
+    # What the calls that answer no turn cost (summaries, pin and memory extractions): the
+    # same set in process (by purpose) as from outside (the auxiliary calls).
+    summary_calls = [e for e in calls if e["call"] in seen.auxiliary] if seen is not None \
+        else [e for e in calls if e["purpose"] != "reply"]
     return {
         "followup_accuracy": Rate(*fu).to_dict(),
         "constraint_retention": Rate(*cr).to_dict(),

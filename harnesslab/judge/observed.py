@@ -2,30 +2,41 @@
 no event of the harness's own, so it finds, from the request stream alone (the record's model
 calls, session by session, in order):
 
+- **conversation**: a message holding something the bench produced, and so knows without the
+  harness's word: a user's words (a turn's utterance, a filler exchange), what the model said
+  or thought, a tool call the model made, a tool result, an image. A message of only
+  harness-written blocks (injected memory, a pin board, a runtime hint, a summary instruction
+  or a summary kept as a message) is not: it may change or move as its harness likes;
 - **auxiliary calls**: a call whose reply the conversation never took up: no later request of
-  the session holds its reply as a message nor a result for one of its tool calls, and it is
-  not the call whose text became a turn's reply (a request sent again unchanged is a retry:
-  the reply before it was not taken up);
+  the session holds its reply (text or thinking) in an assistant message nor a result for one
+  of its tool calls, and it is not the call whose text became a turn's reply (a request sent
+  again unchanged is a retry: the reply before it was not taken up). A later request holding
+  the call's whole history is no evidence: a failing summary's request is extended, history
+  and all, by the next attempt's;
 - **summary calls**: auxiliary calls whose reply (its text, or a string value of its tool
   call's arguments, at least ``MIN_SHARED`` characters) shows up in a later request of the
-  session: the harness kept what it asked for (a summary, extracted pins);
+  session: the harness kept what it asked for (a summary, extracted pins, memory items);
 - **compactions**: the points where a main-line request's history is not an extension of the
-  previous main-line request's: a message of the previous one is gone (not merely grown in
-  place, as AgentScope's reply message grows), or its summary changed; rejected requests
-  count as requests (but not one retried: the next request ends with the same message, the
-  same call sent again with less before it), and a point where another instance took over
-  (a ``resume`` event between the two, or turns served by different instances) is resume
-  fidelity's business, not a compaction. Where no later request of the instance can show it
-  (another took over, or the run ended), auxiliary calls in between are one compaction.
-  Several compactions between two requests are told apart by the histories their auxiliary
-  calls compress (a pin extraction and a summary of one compaction compress the same one);
-  truncations without any call between two requests show as one. A window that drops old
-  messages without a summary is a compaction seen from outside, though the reference
-  harness's ``window`` strategy records none.
+  previous main-line request's: a message of conversation of the previous one is gone (not
+  merely grown in place, as AgentScope's reply message grows), or its summary changed;
+  rejected requests count as requests (but not one retried: the next request ends with the
+  same message, the same call sent again with less before it). A point where another
+  instance took over (a ``resume`` event between the two, or turns served by different
+  instances) is resume fidelity's business: there a summary written before the take-over is
+  one compaction when the new instance's request shows one (the summary changed, or
+  conversation is gone). Auxiliary calls after which no request shows anything removed (a
+  summary that failed and was never applied, a memory extraction after the last turn) are no
+  compaction. Several compactions between two requests are told apart by the conversation
+  their auxiliary calls compress (a pin extraction and a summary of one compaction compress
+  the same; a summary retried with its oldest messages dropped, the end of it; a memory
+  extraction compresses nothing that was removed and is no compaction's); truncations
+  without any call between two requests show as one. A window that drops old conversation
+  without a summary is a compaction seen from outside, as a truncation is, though the
+  reference harness's ``window`` strategy records none.
   Each is recorded as what was removed and what was added, and its summary is the new
-  request's summary (or the text of the messages it added when the harness keeps its summary
-  as a message), its source the request of the summary call before it (or the previous
-  request).
+  request's summary (or, when that stayed as it was, the text of the harness-written messages
+  it added: a summary kept as a message, Codex's handoff bridge), its source the request of
+  the summary call before it (or the previous request).
 
 ``observed_compactions`` gives them in the shape of the in-process ``compaction`` events, so
 compactions, summary tokens, trigger lateness and summary entity fidelity are one formula for
@@ -36,12 +47,19 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from harnesslab.messages import DataBlock, ToolResultBlock
+from harnesslab.messages import (
+    DataBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from harnesslab.record.format import CALL_EVENTS, Record, message_text
+from harnesslab.sim.filler import is_filler_text
 
 MIN_SHARED = 12  # characters a kept reply must share with a later request
 
@@ -100,6 +118,7 @@ def observe(rec: Record) -> Observed:
             resumed.append(k)
             if e.get("cause") == "kill":
                 killed.append(k)
+    is_conversation = _conversation(rec)
     aux: set[int] = set()
     summaries: set[int] = set()
     compactions: list[dict[str, Any]] = []
@@ -136,12 +155,16 @@ def observe(rec: Record) -> Observed:
             if c["type"] != "model_call":
                 continue  # rejected: nothing came back to take up or leave
             made = {b["id"] for b in c["reply"] if b["type"] == "tool_call"}
-            said = "".join(b.get("text", "") for b in c["reply"] if b["type"] == "text")
+            said = "".join(b.get("text", "") for b in c["reply"] if b["type"] == "text").strip()
+            thought = "".join(b.get("thinking", "") for b in c["reply"]
+                              if b["type"] == "thinking").strip()
+            # Taken up only by what shows it: a later request merely holding this one's
+            # history is no evidence (a failing summary's request is extended by the next
+            # summary request, history and all, and its refusal is taken up by nothing).
             taken = any(j > i and cid in made for j, cid in results) \
                 or (bool(said) and said in replies) \
-                or (bool(said) and any(j > i and mine and said in t for j, t, mine in shown)) \
-                or any(hashes[j] != hashes[i] and _extends(rec, hashes[i], hashes[j])
-                       for j in range(i + 1, min(i + 4, len(seq))))\
+                or any(j > i and mine and x in t for x in (said, thought) if x
+                       for j, t, mine in shown) \
                 or _cut(i)  # its instance was killed before the conversation could go on
             if taken:
                 continue
@@ -156,30 +179,42 @@ def observe(rec: Record) -> Observed:
                 if seq[k]["call"] in summaries:
                     source = seq[k]["request"]
             ca, cb = seq[a]["call"], seq[b]["call"]
-            if any(at[ca] < k < at[cb] for k in resumed) \
-                    or instance.get(ca, 0) != instance.get(cb, 0):
-                # Another instance took over: what it lost is resume fidelity's; a summary
-                # written before it did is a compaction all the same.
-                compactions += _unseen(seq[a + 1:b], aux)
-                source = None
-                continue
             ra, rb = seq[a]["request"], seq[b]["request"]
             kept_now = set(hashes[b])
             before = set(hashes[a])
             added = [h for h in hashes[b] if h not in before]
-            # A message that grew in place (AgentScope's reply message gaining a call, its
+            # Only conversation can be removed: a harness-written message (injected memory, a
+            # pin board, a hint, a summary kept as a message) changes as its harness likes. A
+            # message that grew in place (AgentScope's reply message gaining a call, its
             # result, the answer) is an extension, not a removal.
-            removed = [h for h in hashes[a] if h not in kept_now
+            removed = [h for h in hashes[a] if h not in kept_now and is_conversation(h)
                        and not any(_grew(rec, h, x) for x in added)]
             changed = ra["summary"] != rb["summary"]
+            if any(at[ca] < k < at[cb] for k in resumed) \
+                    or instance.get(ca, 0) != instance.get(cb, 0):
+                # Another instance took over: what it lost is resume fidelity's; a summary
+                # written before it did is a compaction all the same, where the new
+                # instance's request shows one (a failed one that was never applied is none).
+                if removed or changed:
+                    compactions += _unseen(seq[a + 1:b], aux)
+                source = None
+                continue
             if not removed and not changed:
                 continue
+            # What the harness wrote at that point (a summary kept as a message, Codex's
+            # handoff bridge) is the summary when the summary field stayed as it was.
             summary = rec.blobs[rb["summary"]] if changed else "\n".join(
-                message_text(rec.message(h)) for h in added if rec.message(h).role != "user")
+                message_text(rec.message(h)) for h in added if not is_conversation(h))
             # Two compactions between two requests (during one filler) show as one break;
             # the auxiliary calls tell them apart: the calls of one compaction (a pin
-            # extraction and a summary) compress the same history, a second one another.
-            bases = {tuple(hashes[k][:-1]) for k in range(a + 1, b) if seq[k]["call"] in aux}
+            # extraction and a summary, a summary retried with its oldest messages dropped)
+            # compress the same conversation, or the end of it; a second one compresses
+            # another. Calls that compress nothing removed (a memory extraction over the
+            # turn's words) are no compaction's.
+            gone = set(removed)
+            bases = _distinct([tuple(h for h in hashes[k] if is_conversation(h))
+                               for k in range(a + 1, b) if seq[k]["call"] in aux
+                               and gone.intersection(hashes[k])])
             for _ in range(max(1, len(bases))):
                 compactions.append({"type": "compaction", "observed": True, "applied": True,
                                     "request": source if source is not None else ra,
@@ -187,10 +222,20 @@ def observe(rec: Record) -> Observed:
                                     "added": len(added), "kept": len(hashes[b]) - len(added),
                                     "summary": summary})
             source = None
-        if main:
-            # Auxiliary calls after the last request that answered (a compaction at the end).
-            compactions += _unseen(seq[main[-1] + 1:], aux)
+        # Auxiliary calls after the last request that answered are no compaction seen: no
+        # request shows anything removed (a memory extraction after the last turn, a summary
+        # that failed and was never applied).
     return Observed(frozenset(aux), frozenset(summaries), tuple(compactions))
+
+
+def _distinct(bases: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The histories compressed, one per compaction: a base that is the end of another (the
+    same history with its oldest messages dropped until the request fits) is the same one."""
+    out: list[tuple[str, ...]] = []
+    for x in sorted(set(bases), key=len, reverse=True):
+        if not any(y[len(y) - len(x):] == x for y in out):
+            out.append(x)
+    return out
 
 
 def _unseen(calls: list[dict[str, Any]], aux: set[int]) -> list[dict[str, Any]]:
@@ -201,6 +246,35 @@ def _unseen(calls: list[dict[str, Any]], aux: set[int]) -> list[dict[str, Any]]:
         return []
     return [{"type": "compaction", "observed": True, "applied": True,
              "request": made[0]["request"], "at_call": made[-1]["call"], "summary": ""}]
+
+
+def _conversation(rec: Record) -> Callable[[str], bool]:
+    """Whether a message (by hash) is conversation: it holds something the bench produced, so
+    the bench knows it without the harness's word: a user's words (a turn's utterance, a
+    filler exchange), what the model said or thought, a tool call the model made, a tool
+    result, an image. A message of only harness-written blocks (a hint, an injected memory,
+    a pin board, a summary instruction or a summary kept as a message) is not."""
+    said = {t["text"].strip() for t in rec.of_type("turn")}
+    for e in rec.of_type("model_call"):
+        for b in e["reply"]:
+            x = b.get("text") if b["type"] == "text" else b.get("thinking")
+            if isinstance(x, str) and x.strip():
+                said.add(x.strip())
+    known: dict[str, bool] = {}
+
+    def block(b: object) -> bool:
+        if isinstance(b, ToolCallBlock | ToolResultBlock | DataBlock):
+            return True
+        x = b.text if isinstance(b, TextBlock) else b.thinking \
+            if isinstance(b, ThinkingBlock) else None
+        return x is not None and (x.strip() in said or is_filler_text(x))
+
+    def conversation(h: str) -> bool:
+        if h not in known:
+            known[h] = any(block(b) for b in rec.message(h).content)
+        return known[h]
+
+    return conversation
 
 
 def _grew(rec: Record, old: str, new: str) -> bool:
@@ -214,11 +288,3 @@ def _grew(rec: Record, old: str, new: str) -> bool:
     ot = [b for b in o.content if not isinstance(b, DataBlock)]
     nt = [b for b in n.content if not isinstance(b, DataBlock)]
     return bool(ot) and nt[:len(ot)] == ot
-
-
-def _extends(rec: Record, old: list[str], new: list[str]) -> bool:
-    """The request ``new`` holds every message of ``old`` (or grown in place): the
-    conversation went on from it."""
-    have = set(new)
-    fresh = [x for x in new if x not in set(old)]
-    return all(h in have or any(_grew(rec, h, x) for x in fresh) for h in old)

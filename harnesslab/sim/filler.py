@@ -8,6 +8,7 @@ own estimator, as a multiple of trigger_ratio x context_size.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterator
 
@@ -110,3 +111,28 @@ def make_filler(rule: CountRule, target_tokens: float, locale: str, seed: int,
         if rule.finalize(units) >= target_tokens:
             break
     return out
+
+
+_SENTENCES = frozenset(_ZH_USER + _ZH_AGENT + _EN_USER + _EN_AGENT)
+_LONGEST = max(len(s) for s in _SENTENCES)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_filler_text(text: str) -> bool:
+    """``text`` is one side of a filler exchange (corpus sentences joined as ``exchanges``
+    joins them): conversation the bench produced, which the outside view of compaction must
+    tell from what a harness writes itself."""
+    text = text.strip()
+    if not text:
+        return False
+    ends = {0}  # positions a run of whole sentences (and their separators) reaches
+    for i in range(len(text) + 1):
+        if i not in ends:
+            continue
+        if i == len(text):
+            return True
+        j = i + 1 if text[i] == " " and i > 0 else i
+        for k in range(j + 1, min(len(text), j + _LONGEST) + 1):
+            if text[j:k] in _SENTENCES:
+                ends.add(k)
+    return False

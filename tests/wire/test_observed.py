@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harnesslab.judge.observed import observe
-from harnesslab.record.format import Record
+from harnesslab.record.format import Record, message_text
 from harnesslab.run.runner import run_variant
 from harnesslab.scenario.loader import bundled_dir, load_scenario
 
@@ -73,3 +74,95 @@ def test_a_retried_call_is_one_attempt_not_a_compaction(tmp_path: Path, variant:
         assert any(a == b for a, b in itertools.pairwise(requests))
     assert wire.metrics["compactions"] == inproc.metrics["compactions"] >= 4
     assert wire.metrics["summary_tokens"] == inproc.metrics["summary_tokens"] > 0
+
+
+def _both(tmp_path: Path, scenario: str, variant: str) -> tuple[Any, Any, Record, Record]:
+    path = bundled_dir() / f"{scenario}.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == variant)
+    inproc = run_variant(sc, v, source=path, out_dir=tmp_path / "in")
+    wire = run_variant(sc, v, source=path, out_dir=tmp_path / "wire",
+                       cli_set={"harness": WRAPPER, "turn_timeout": 120})
+    assert wire.error is None, wire.error
+    assert inproc.metrics is not None and wire.metrics is not None
+    assert {c.id: c.passed for c in wire.checks} == {c.id: c.passed for c in inproc.checks}
+    return (inproc, wire, Record.load(inproc.record),  # type: ignore[arg-type]
+            Record.load(wire.record))  # type: ignore[arg-type]
+
+
+def _gone(rec: Record) -> list[str]:
+    """Messages of a main-line request missing from the next of its session: what a rule that
+    counts every vanished message as compacted would count."""
+    by: dict[str, list[list[str]]] = {}
+    aux = observe(rec).auxiliary
+    for e in rec.of_type("model_call"):
+        if e["call"] not in aux:
+                by.setdefault(e["request"]["session_id"], []).append(
+                rec.message_hashes(e["request"]))
+    return [h for seq in by.values() for a, b in itertools.pairwise(seq) for h in a
+            if h not in b]
+
+
+def test_injected_memory_is_no_compaction_and_its_extractions_cost_summary_tokens(
+        tmp_path: Path) -> None:
+    """A harness-written block that changes (injected memory) removes no conversation; the
+    extraction calls answer no turn: summary tokens in process and outside alike."""
+    inproc, wire, a, b = _both(tmp_path, "memory-two-users-zh", "default")
+    assert wire.metrics["compactions"] == inproc.metrics["compactions"] == 0
+    extractions = [e for e in a.of_type("model_call") if e["purpose"] == "memory"]
+    cost = sum(e["true_input"] + e["output_tokens"] for e in extractions)
+    assert wire.metrics["summary_tokens"] == inproc.metrics["summary_tokens"] == cost > 0
+    seen = observe(b)
+    assert len(seen.auxiliary) == len(extractions)
+    # The control: requests do lose messages (the memory block moves and changes with each
+    # turn), so counting every vanished message would find compactions; none is conversation.
+    assert any(b.message(h).name == "memory" for h in _gone(b))
+
+
+def test_a_summary_that_fails_and_is_never_applied_is_no_compaction(tmp_path: Path) -> None:
+    """fallback_to_truncation off: every summary is refused, nothing is removed, the turn
+    fails. From outside the refused calls are auxiliary (their cost is the summary tokens in
+    process too) and no request shows anything removed: no compaction."""
+    inproc, wire, a, b = _both(tmp_path, "summary-fails-truncation-zh", "no-fallback")
+    assert wire.metrics["compactions"] == inproc.metrics["compactions"] == 0
+    assert wire.metrics["summary_tokens"] == inproc.metrics["summary_tokens"] > 0
+    summary_calls = {e["call"] for e in a.of_type("model_call") if e["purpose"] == "summary"}
+    assert observe(b).auxiliary == summary_calls
+    # The control: each refused summary request's history is held whole by the next one (the
+    # next attempt, more filler appended): a rule taking "a later request extends it" as the
+    # reply taken up finds main-line requests there, and their breaks.
+    reqs = [b.message_hashes(e["request"]) for e in b.of_type("model_call")
+            if e["call"] in summary_calls]
+    assert any(x != y and set(x[:-1]) <= set(y) for x, y in itertools.pairwise(reqs))
+
+
+def test_a_pin_board_is_no_conversation_and_pin_and_summary_are_one_compaction(
+        tmp_path: Path) -> None:
+    """pinned: the board is renewed at every compaction and its extraction compresses the
+    same conversation as the summary (with the board before it): one compaction each, as in
+    process."""
+    inproc, wire, a, b = _both(tmp_path, "constraint-switch-zh", "lossy-pinned")
+    assert wire.metrics["compactions"] == inproc.metrics["compactions"] >= 2
+    assert wire.metrics["summary_tokens"] == inproc.metrics["summary_tokens"] > 0
+    # The control: the board message vanishes from the requests (renewed), and the pin and
+    # summary requests of one compaction differ (the board), so neither a vanished-message
+    # rule nor one compaction per distinct compressed request would count as in process.
+    assert any(b.message(h).name == "pinned" for h in _gone(b))
+    calls = a.of_type("model_call")
+    pairs = [(a.message_hashes(x["request"])[:-1], a.message_hashes(y["request"])[:-1])
+             for x, y in itertools.pairwise(calls) if (x["purpose"], y["purpose"]) == ("pin",
+                                                                                     "summary")]
+    assert pairs and any(p != q for p, q in pairs)
+
+
+def test_filler_text_is_told_from_what_a_harness_writes() -> None:
+    from harnesslab.sim.filler import exchanges, is_filler_text
+
+    for u, x in itertools.islice(exchanges("zh", 5), 50):
+        assert is_filler_text(message_text(u)) and is_filler_text(message_text(x))
+    for u, x in itertools.islice(exchanges("en", 5), 50):
+        assert is_filler_text(message_text(u)) and is_filler_text(message_text(x))
+    # The control: a user's real words, a harness's note, a filler sentence with more to it.
+    for text in ("帮我查一下订单 O-1001 的物流。", "Some earlier messages were truncated.", "",
+                 "周末客服照常在线，节假日也有值班同事，您放心。O-1001"):
+        assert not is_filler_text(text)
