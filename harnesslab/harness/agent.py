@@ -120,6 +120,7 @@ class ReferenceHarness:
         self._aux_counter = RequestCounter(rule)  # summary requests and probes
         self.summary = ""
         self._context = History.of()
+        self._sent: tuple[Request, frozenset[str]] | None = None  # the last reply request
         self._ids = 0
         self._reply_id = ""
         self._images = 0
@@ -309,6 +310,7 @@ class ReferenceHarness:
             if last:
                 req = req.with_meta(("tool_choice", "none"))
             est = self.estimate(req)
+            self._left_out(req, est)
             try:
                 resp = self.call(req, purpose="reply", estimate=est)
             except ServiceRejected as e:
@@ -331,6 +333,23 @@ class ReferenceHarness:
 
             return TurnResult(MAX_ITERS_EXCEEDED, True, "max_iters")
         return TurnResult("", True, "max_iters")
+
+    def _left_out(self, req: Request, estimate: int) -> None:
+        """A strategy that leaves conversation out of the requests it decorates (``window``)
+        compacts as a truncation does, though its context stays whole: a reply request that
+        leaves out a message of the context the previous one carried is a compaction (nothing
+        summarised), the point the model loses it, as the outside view sees it too."""
+        carried = frozenset(m.id for m in req.messages if m.id)
+        before, self._sent = self._sent, (req, carried)
+        if before is None:
+            return
+        left = [m for m in self._context if m.id in before[1] and m.id not in carried]
+        if left:
+            self.emit({"type": "compaction", "strategy": self.strategy.name,
+                       "estimate": estimate, "request": before[0], "summary_ok": False,
+                       "applied": True, "removed": len(left), "kept": len(req.messages),
+                       "summary": "", "summary_tokens": 0, "offload_path": None,
+                       "after_estimate": estimate})
 
     # -- runtime hints ------------------------------------------------------------------------------
     @staticmethod

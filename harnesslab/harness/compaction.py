@@ -9,7 +9,8 @@
   under discussion, extracted by the model at each compaction and pinned verbatim after the
   summary on every call.
 - ``offload``: structured with the offloader on (JSONL of what was removed, a path hint).
-- ``window``: no compaction; each request carries the newest ``window_messages`` messages.
+- ``window``: no summary; each request carries the newest ``window_messages`` messages (a
+  request that leaves out conversation the previous one carried is recorded as a compaction).
 - ``codex``: triggers on the last usage the service reported plus bytes/4 of later items,
   against an absolute limit; keeps recent user messages up to a budget and a handoff summary;
   drops tool outputs.
@@ -340,7 +341,9 @@ class PinnedCompaction(AgentScopeCompaction):
 class WindowCompaction(Stateless):
     """LangChain's ``trim_messages`` by count, as many LangGraph agents keep their context:
     every request carries only the newest ``window_messages`` messages (starting at a user
-    message, so no tool result is cut from its call); nothing is summarised."""
+    message, so no tool result is cut from its call); nothing is summarised. Each reply request
+    that leaves out conversation the previous one carried is a compaction (the harness records
+    it: ``ReferenceHarness._left_out``), as a truncation is."""
 
     name = "window"
 

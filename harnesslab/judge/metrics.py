@@ -43,10 +43,11 @@ Per run (``run_metrics``):
 - for a black-box program (``harness=cmd:...``) the compactions are those found from its
   request stream (``judge.observed``), never events of its own, and ``summary_tokens`` counts
   its auxiliary calls (every call that answers no turn: a summary, an extraction, a title);
-- cost: ``true_input_tokens`` (sum over calls), ``compactions``, ``summary_tokens`` (true input
-  + output of the calls that answer no turn: every call whose purpose is not ``reply``, i.e.
-  summaries, pin extractions, memory extractions; the same cost a program's auxiliary calls
-  are), ``model_calls``.
+- cost: ``true_input_tokens`` (sum over calls), ``compactions`` (applied ones: a summary, a
+  truncation, a window's request leaving out conversation the previous one carried),
+  ``summary_tokens`` (true input + output of the calls that answer no turn: every call whose
+  purpose is not ``reply``, i.e. summaries, pin extractions, memory extractions; the same cost
+  a program's auxiliary calls are), ``model_calls``.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ calls, session by session, in order):
   their auxiliary calls compress (a pin extraction and a summary of one compaction compress
   the same; a summary retried with its oldest messages dropped, the end of it; a memory
   extraction compresses nothing that was removed and is no compaction's); truncations
-  without any call between two requests show as one. A window that drops old conversation
-  without a summary is a compaction seen from outside, as a truncation is, though the
-  reference harness's ``window`` strategy records none.
+  without any call between two requests show as one (the reference harness counts each). A
+  window that drops old conversation without a summary is a compaction seen from outside, as a
+  truncation is (the reference harness's ``window`` strategy records one at each such request).
   Each is recorded as what was removed and what was added, and its summary is the new
   request's summary (or, when that stayed as it was, the text of the harness-written messages
   it added: a summary kept as a message, Codex's handoff bridge), its source the request of

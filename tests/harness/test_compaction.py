@@ -582,3 +582,22 @@ def test_window_sends_the_newest_messages_from_a_user_message_on() -> None:
     h.inject([Message.text("user", THANKS, id="u4")])
     assert [m.id for m in h.request().messages] == ["u3", "a3", "u4"]
     assert [m.id for m in h.context] == [m.id for m in history()] + ["u4"]  # nothing is lost
+
+
+def test_a_window_that_leaves_out_conversation_records_a_compaction() -> None:
+    """A window compacts as a truncation does, though its context stays whole: the request
+    that leaves out what the previous one carried is a compaction (nothing summarised), the
+    point a black-box view of the same harness sees one too."""
+    r = rig(strategy="window", window_messages=2)
+    r.harness.turn(WHERE)
+    assert r.sink.of_type("compaction") == []  # [u1, a1]: nothing left out yet
+    r.harness.turn(SHORT)  # [u1, a1, u2]: the newest two start at a reply, so only u2
+    (ev,) = r.sink.of_type("compaction")
+    assert ev["strategy"] == "window" and ev["applied"] and ev["removed"] == 2
+    assert ev["summary"] == "" and ev["kept"] == 1
+    assert len(r.harness.context) == 4  # the context itself keeps everything
+    # The control: the same turns without a window leave nothing out and record nothing.
+    plain = rig(strategy="none")
+    plain.harness.turn(WHERE)
+    plain.harness.turn(SHORT)
+    assert plain.sink.of_type("compaction") == []

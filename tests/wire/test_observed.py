@@ -155,6 +155,24 @@ def test_a_pin_board_is_no_conversation_and_pin_and_summary_are_one_compaction(
     assert pairs and any(p != q for p, q in pairs)
 
 
+def test_a_window_compacts_alike_in_process_and_outside(tmp_path: Path) -> None:
+    """window: the harness records a compaction where a request leaves out conversation the
+    previous one carried, and the outside view finds the same points."""
+    inproc, wire, a, b = _both(tmp_path, "brevity-30-turns-zh", "window-2")
+    assert wire.metrics["compactions"] == inproc.metrics["compactions"] > 10
+    assert {c["strategy"] for c in a.of_type("compaction")} == {"window"}
+    # At the same points: before the same calls.
+    before, pending = [], False
+    for e in a.events:
+        if e["type"] == "compaction":
+            pending = True
+        elif e["type"] == "model_call" and pending:
+            before.append(e["call"])
+            pending = False
+    assert [c["at_call"] for c in observe(b).compactions] == before
+    assert wire.metrics["summary_tokens"] == inproc.metrics["summary_tokens"] == 0
+
+
 def test_filler_text_is_told_from_what_a_harness_writes() -> None:
     from harnesslab.sim.filler import exchanges, is_filler_text
 
