@@ -173,8 +173,9 @@ def strategy_tables(df: pd.DataFrame, grid: Sequence[str]) -> dict[str, list[dic
 
 def heatmaps(df: pd.DataFrame, grid: Sequence[str]) -> dict[str, Any]:
     """Follow-up accuracy and constraint retention per strategy over context_size x
-    trigger_ratio (the effective values of the compared runs)."""
-    comp = compared(df, grid)
+    trigger_ratio (the effective values of the compared runs). A black-box harness reports
+    none of the three (its table shows '-'): its runs have no place on these axes."""
+    comp = compared(df, grid).dropna(subset=["strategy", "context_size", "trigger_ratio"])
     sizes = sorted({int(x) for x in comp["context_size"]})
     ratios = sorted({float(x) for x in comp["trigger_ratio"]})
     panels = []

@@ -333,6 +333,22 @@ def test_cells_are_ranked_on_the_runs_every_cell_completed() -> None:
     assert tables.unmatched(pd.DataFrame(rows), ["harness"]) == []
 
 
+def test_a_black_box_harness_sweep_has_no_heatmap_cells_and_no_traceback() -> None:
+    # A program reports no strategy, context size or trigger (its table shows '-'): a sweep
+    # of one (the Codex CLI over codex.auto_compact_limit) raised TypeError building the heatmaps.
+    rows = [{**_cell_row("a", "cmd:agent.py", ok=1, of=1), "strategy": None,
+             "context_size": None, "trigger_ratio": None, "set.codex.auto_compact_limit": n,
+             "run_key": f"a-{n}"} for n in (8000, 16000)]
+    df = pd.DataFrame(rows)
+    grid = ["codex.auto_compact_limit"]
+    assert tables.heatmaps(df, grid) == {"context_sizes": [], "trigger_ratios": [], "panels": []}
+    assert len(tables.ranking(df, grid)) == 2
+    # Control: the reference harness's rows keep their place on the axes.
+    ref = [{**r, "strategy": "codex", "context_size": 8192, "trigger_ratio": 0.8} for r in rows]
+    maps = tables.heatmaps(pd.DataFrame(ref), grid)
+    assert maps["context_sizes"] == [8192] and maps["panels"]
+
+
 def test_not_applicable_runs_are_neither_errors_nor_controls_not_as_designed() -> None:
     df = pd.DataFrame({
         "scenario": ["a", "a", "a"], "variant": ["c", "c", "d"], "run_key": ["k1", "k2", "k3"],
