@@ -355,13 +355,16 @@ def sizing_keys(df: pd.DataFrame, grid: Sequence[str]) -> list[str]:
     with every other swept key held, got a different amount of filler under different values
     (a swept estimator sizes the small talk in its own count). Cells that differ in such a key
     ran different conversations, so they are ranked only within one value of it."""
-    if "filler_tokens" not in df.columns or not grid:
+    # The number of exchanges where the table has it (a swept tokenizer counts the same small
+    # talk differently), else their true size (tables written before it).
+    col = next((c for c in ("filler_exchanges", "filler_tokens") if c in df.columns), None)
+    if col is None or not grid:
         return []
-    ok = df[df["error"].isna() & df["filler_tokens"].notna()]
+    ok = df[df["error"].isna() & df[col].notna()]
     out = []
     for k in grid:
         held = ["scenario", "variant", "seed", *(f"set.{o}" for o in grid if o != k)]
-        sizes = ok.groupby(held, sort=False, dropna=False)["filler_tokens"].nunique()
+        sizes = ok.groupby(held, sort=False, dropna=False)[col].nunique()
         if bool((sizes > 1).any()):
             out.append(k)
     return out

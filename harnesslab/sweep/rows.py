@@ -109,6 +109,9 @@ def make_row(task: SweepTask, result: RunResult, tokenizer: str | None, window: 
     # The true size of the small talk the scenario inserted (sized to the trigger, so it grows
     # with trigger_ratio x context_size): the report tells apart cost that comes from it.
     row["filler_tokens"] = extra.get("filler_tokens")
+    # How many small-talk exchanges it was: the same count is the same conversation (the
+    # filler's text follows the seed), whatever tokenizer counts it.
+    row["filler_exchanges"] = extra.get("filler_exchanges")
     return row
 
 
@@ -181,7 +184,9 @@ def _run_task(task: SweepTask) -> dict[str, Any]:
         if result.record and result.error is None:
             rec = Record.load(result.record)
             extra = {**record_survival(rec),
-                     "filler_tokens": sum(e.get("true_tokens", 0) for e in rec.of_type("filler"))}
+                     "filler_tokens": sum(e.get("true_tokens", 0) for e in rec.of_type("filler")),
+                     "filler_exchanges": sum(e.get("exchanges", 0)
+                                             for e in rec.of_type("filler"))}
         row = make_row(task, result, s.service.tokenizer, s.service.window, extra)
     except Exception as e:
         row = _error_row(task, f"{type(e).__name__}: {e}")

@@ -193,7 +193,7 @@ def test_every_cell_runs_the_same_filler_and_the_report_needs_no_caveat(
     assert 'id="sizing"' not in text
     # The control: cells whose filler differs are seen, along the key they differ in.
     grown = df.copy()
-    grown.loc[grown["context_size"] == 8192, "filler_tokens"] += 100
+    grown.loc[grown["context_size"] == 8192, "filler_exchanges"] += 1
     assert tables.sizing_keys(grown, list(GRID)) == ["context_size"]
 
 
@@ -401,3 +401,6 @@ def test_a_swept_estimator_sizes_its_own_conversation_and_the_headline_ranks_wit
     assert head.count("best ") == 2  # one ranking per estimator, each of two strategies
     same = sweep("strategy", "strategy=structured,truncate")
     assert same["sizing_keys"] == [] and same["headline"].startswith("Best quality")
+    # A swept service counts the same small talk in another tokenizer: the same conversation.
+    svc = sweep("service", "service=openai-128k,qwen-131k")
+    assert svc["sizing_keys"] == [] and svc["headline"].startswith("Best quality")
