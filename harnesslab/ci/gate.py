@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from harnesslab.harness.honours import describe
-from harnesslab.judge.checks import CheckOutcome, matching
+from harnesslab.judge.checks import CheckOutcome, expectations_met
 from harnesslab.run.runner import RunResult
 from harnesslab.scenario.schema import Scenario, UserStep, Variant
 from harnesslab.stats import pass_hat_k
@@ -87,15 +87,9 @@ def control_deviation(checks: Sequence[CheckOutcome],
                       variant: Variant) -> tuple[list[str], list[CheckOutcome]]:
     """For a control: the expect_fail entries that did not fail, and the failing checks no
     entry lists (the same coverage rule as ``checks.verdict``)."""
-    listed_passed: list[str] = []
-    # A check expected to fail only at a rate is free in one run.
-    covered = {c.id for r in variant.fail_rates for c in matching(list(checks), r.check)}
-    for want in variant.fail_always:
-        hits = matching(list(checks), want)
-        covered.update(c.id for c in hits)
-        if not any(not c.passed for c in hits):
-            listed_passed.append(want)
-    return listed_passed, [c for c in checks if c.id not in covered and not c.passed]
+    passed, covered = expectations_met(checks, variant)
+    return [want for want, _ in passed], [c for c in checks
+                                          if c.id not in covered and not c.passed]
 
 
 def _expected(sc: Scenario, c: CheckOutcome) -> str:

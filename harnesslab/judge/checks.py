@@ -276,6 +276,22 @@ def matching(checks: list[CheckOutcome], want: str) -> list[CheckOutcome]:
     return [c for c in checks if (c.id if by_id else c.kind) == want]
 
 
+def expectations_met(checks: Sequence[CheckOutcome], variant: Variant
+                     ) -> tuple[list[tuple[str, list[CheckOutcome]]], set[str]]:
+    """A variant's ``expect_fail`` entries against one run: those that did not fail (each with
+    the checks it names), and the ids of every check an entry covers (a check expected to fail
+    only at a rate is covered: free in one run). The rule ``verdict`` applies, less its
+    allowance for checks that do not apply or could not be read."""
+    covered = {c.id for r in variant.fail_rates for c in matching(list(checks), r.check)}
+    passed: list[tuple[str, list[CheckOutcome]]] = []
+    for want in variant.fail_always:
+        hits = matching(list(checks), want)
+        covered.update(c.id for c in hits)
+        if not any(not c.passed for c in hits):
+            passed.append((want, hits))
+    return passed, covered
+
+
 def verdict(checks: list[CheckOutcome], variant: Variant,
             not_applicable: Sequence[str] = ()) -> Verdict:
     """One run's verdict. A check expected to fail in a fraction of the seeds may go either way

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harnesslab.judge.checks import CheckOutcome, matching
+from harnesslab.judge.checks import CheckOutcome, expectations_met
 from harnesslab.scenario.schema import Variant
 
 # Variants that reject every call fail every check at once and say nothing about a harness.
@@ -65,17 +65,11 @@ def findings(checks: Sequence[CheckOutcome], variant: Variant,
              declared: Mapping[Any, float] | None = None) -> list[Finding]:
     """Every finding of one run, kills first (should-pass failures, then cost regressions),
     then the changed controls. A check expected to fail only at a rate is free either way."""
-    failed: list[Finding] = []
-    passed: list[Finding] = []
-    covered = {c.id for r in variant.fail_rates for c in matching(list(checks), r.check)}
-    for want in variant.fail_always:
-        hits = matching(list(checks), want)
-        covered.update(c.id for c in hits)
-        if not any(not c.passed for c in hits):
-            step = hits[0].step if "." in want and hits else None
-            passed.append(Finding(want, step, "passed", "expected to fail, but it passed"))
-    failed += [Finding(c.id, c.step, "failed", c.detail) for c in checks
-               if not c.passed and c.id not in covered]
+    met, covered = expectations_met(checks, variant)
+    passed = [Finding(want, hits[0].step if "." in want and hits else None, "passed",
+                      "expected to fail, but it passed") for want, hits in met]
+    failed = [Finding(c.id, c.step, "failed", c.detail) for c in checks
+              if not c.passed and c.id not in covered]
     cost = (cost_regressions(metrics, reference, declared)
             if metrics is not None and reference is not None and declared else [])
     return [*failed, *cost, *passed]
