@@ -57,15 +57,7 @@ def test_a_retried_call_is_one_attempt_not_a_compaction(tmp_path: Path, variant:
     requests, each retried with less); a refusing summarizer's ladder sends the same request
     again (a reply not taken up). Seen from outside, both are one compaction and their calls
     its cost, as in process."""
-    path = bundled_dir() / "cost-after-compaction-zh.yaml"
-    sc = load_scenario(path)
-    v = next(x for x in sc.variants if x.name == variant)
-    inproc = run_variant(sc, v, source=path, out_dir=tmp_path / "in")
-    wire = run_variant(sc, v, source=path, out_dir=tmp_path / "wire",
-                       cli_set={"harness": WRAPPER, "turn_timeout": 120})
-    assert wire.error is None, wire.error
-    assert inproc.metrics is not None and wire.metrics is not None
-    rec = Record.load(wire.record)  # type: ignore[arg-type]
+    inproc, wire, _, rec = _both(tmp_path, "cost-after-compaction-zh", variant)
     calls = [e for e in rec.events if e["type"] in ("model_call", "overflow")]
     requests = [tuple(rec.message_hashes(e["request"])) for e in calls]
     if variant == "codex":  # the pattern is there: rejected requests retried with less
