@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import tempfile
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,9 +134,17 @@ def seed_tiktoken_cache(name: str) -> Path:
     data = vocab.read()
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        # A temporary name of its own per writer: threads of one process (serve's sessions
+        # loading a tokenizer at once) seed together, and a shared name was renamed away
+        # under the second writer.
+        fd, tmp = tempfile.mkstemp(prefix=f"{target.name}.", suffix=".tmp", dir=cache)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
     except OSError as e:
         raise TokenizerUnavailable(f"cannot write the tiktoken cache {cache}: {e}") from None
     return target

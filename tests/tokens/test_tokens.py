@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 from collections import Counter
 
 import pytest
@@ -239,6 +240,42 @@ def test_seeding_fills_an_empty_cache_and_repairs_a_corrupted_file(
     target.write_bytes(b"corrupted")
     assert seed_tiktoken_cache("cl100k_base").read_bytes() != b"corrupted"
     assert (tmp_path / "fb374d419588a4632f3f557e76b4b70aebbca790").exists() is False
+
+
+def test_threads_seeding_one_cache_at_once_all_succeed(
+        tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """serve's sessions load a tokenizer in threads at once: every writer's rename waits until
+    all have written, so writers sharing a temporary name would see it renamed away."""
+    import threading
+
+    from harnesslab.tokens import tokenizers
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    writers = 4
+    barrier = threading.Barrier(writers, timeout=30)
+    real_replace = os.replace
+
+    def replace(src: object, dst: object) -> None:
+        barrier.wait()
+        real_replace(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tokenizers.os, "replace", replace)
+    errors: list[BaseException] = []
+
+    def seed() -> None:
+        try:
+            seed_tiktoken_cache("o200k_base")
+        except BaseException as e:  # the test reports what any writer raised
+            errors.append(e)
+
+    threads = [threading.Thread(target=seed) for _ in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "fb374d419588a4632f3f557e76b4b70aebbca790"]
 
 
 def test_empty_tiktoken_cache_dir_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
