@@ -51,7 +51,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -289,12 +289,21 @@ def build_app(sessions: Sessions) -> Any:
         result: tuple[Response, int] = await run_in_threadpool(s.call, request, estimate)
         return result
 
+    def event_stream(lines: Iterator[str]) -> StreamingResponse:
+        # The answer is whole before the first byte goes out, so its events are written in one
+        # body frame from an async generator: a sync iterator would cost Starlette a thread
+        # hop and a send per event (twice the CPU of a plain answer, measured in
+        # tests/benchmarks/test_serve_bench.py). The client still parses one event at a time.
+        body = "".join(lines)
+
+        async def frames() -> AsyncIterator[str]:
+            yield body
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
     def sse(events: Iterator[dict[str, Any]], *, named: bool) -> StreamingResponse:
-        def lines() -> Iterator[str]:
-            for e in events:
-                name = f"event: {e['type']}\n" if named else ""
-                yield name + "data: " + json.dumps(e, ensure_ascii=False) + "\n\n"
-        return StreamingResponse(lines(), media_type="text/event-stream")
+        return event_stream((f"event: {e['type']}\n" if named else "")
+                            + "data: " + json.dumps(e, ensure_ascii=False) + "\n\n"
+                            for e in events)
 
     async def models(req: HttpRequest) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [
@@ -327,7 +336,7 @@ def build_app(sessions: Sessions) -> Any:
                     yield "data: " + json.dumps(c, ensure_ascii=False) + "\n\n"
                 yield "data: [DONE]\n\n"
 
-            return StreamingResponse(events(), media_type="text/event-stream")
+            return event_stream(events())
         return JSONResponse(completion(resp, id=cid, created=created, model=model))
 
     @handler
