@@ -189,6 +189,14 @@ def observe(rec: Record) -> Observed:
             # result, the answer) is an extension, not a removal.
             removed = [h for h in hashes[a] if h not in kept_now and is_conversation(h)
                        and not any(_grew(rec, h, x) for x in added)]
+            # What the model answered to ``a`` is conversation too, though no main-line
+            # request has shown it yet: a harness that compacts right after each answer or
+            # tool call (Codex, whenever its own prompt is over its limit) summarises it away
+            # before any request carries it. Gone, with a summary or extraction call between,
+            # it was removed.
+            if any(seq[k]["call"] in aux for k in range(a + 1, b)) \
+                    and not _answer_shown(rec, seq[a], hashes[b]):
+                removed.append("reply:" + str(ca))
             changed = ra["summary"] != rb["summary"]
             if any(at[ca] < k < at[cb] for k in resumed) \
                     or instance.get(ca, 0) != instance.get(cb, 0):
@@ -226,6 +234,32 @@ def observe(rec: Record) -> Observed:
         # request shows anything removed (a memory extraction after the last turn, a summary
         # that failed and was never applied).
     return Observed(frozenset(aux), frozenset(summaries), tuple(compactions))
+
+
+def _answer_shown(rec: Record, call: dict[str, Any], shown: list[str]) -> bool:
+    """Whether a request (its message hashes) carries what ``call`` answered: its text or
+    thinking in an assistant message, one of its tool calls, or a result for one. A call that
+    answered nothing (an empty reply) is shown trivially."""
+    reply = call.get("reply") or []  # a rejected request: nothing came back
+    made = {b["id"] for b in reply if b["type"] == "tool_call"}
+    # A program may label the calls itself: the same tool with the same arguments is the call.
+    wrote = {(b["name"], b["input"]) for b in reply if b["type"] == "tool_call"}
+    said = [x.strip() for b in reply if b["type"] in ("text", "thinking")
+            for x in (b.get("text") if b["type"] == "text" else b.get("thinking"),)
+            if isinstance(x, str) and x.strip()]
+    if not made and not said:
+        return True
+    for h in shown:
+        m = rec.message(h)
+        for b in m.content:
+            if (isinstance(b, ToolCallBlock | ToolResultBlock) and b.id in made) \
+                    or (isinstance(b, ToolCallBlock) and (b.name, b.input) in wrote):
+                return True
+        if m.role == "assistant" and said:
+            text = message_text(m)
+            if any(x in text for x in said):
+                return True
+    return False
 
 
 def _distinct(bases: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

@@ -176,3 +176,30 @@ def test_filler_text_is_told_from_what_a_harness_writes() -> None:
     for text in ("帮我查一下订单 O-1001 的物流。", "Some earlier messages were truncated.", "",
                  "周末客服照常在线，节假日也有值班同事，您放心。O-1001"):
         assert not is_filler_text(text)
+
+
+def test_a_harness_that_compacts_before_any_request_shows_the_answer(tmp_path: Path) -> None:
+    """Codex, whenever its own prompt is over its limit, summarises the model's answer or tool
+    round away before any request carries it: the answer was never in a request, and yet it
+    is gone, with a summary call between. Each such point is a compaction seen from outside;
+    the control resends its whole history and shows none."""
+    path = bundled_dir() / "followup-o1001-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    program = ROOT / "tests" / "wire" / "programs" / "compacting_agent.py"
+    runs = {flag: run_variant(sc, v, source=path, out_dir=tmp_path / (flag or "compacting"),
+                              cli_set={"harness": f"cmd:python {program} {flag}".strip(),
+                                       "turn_timeout": 120})
+            for flag in ("", "--keep")}
+    compacting, keep = runs[""], runs["--keep"]
+    assert compacting.error is None and keep.error is None, (compacting.error, keep.error)
+    rec = Record.load(compacting.record)  # type: ignore[arg-type]
+    seen = observe(rec)
+    # The tool round summarised before the first turn's answer, and that answer before the
+    # follow-up: two summary calls, each followed by a request without what it summarised.
+    assert len(seen.summaries) == len(seen.auxiliary) == 2
+    assert [c["at_call"] for c in seen.compactions] == [3, 5]
+    assert compacting.metrics["compactions"] == 2 and compacting.metrics["summary_tokens"] > 0
+    assert compacting.verdict is not None and compacting.verdict.ok  # the handoff kept the fact
+    assert keep.metrics["compactions"] == 0 and keep.metrics["summary_tokens"] == 0
+    assert keep.verdict is not None and keep.verdict.ok
