@@ -112,13 +112,25 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     from harnesslab.harnesses.registry import load_harness
     from harnesslab.scenario.loader import bundled_dir, scenario_paths
 
-    load_harness("agentscope")  # without the extra: one line with the install command
-    from harnesslab.study.fidelity import format_report, run_fidelity, to_json
-
     paths = scenario_paths(args.paths or [str(bundled_dir())])
     if not paths:
         raise InputError("no scenario files found", field="PATH")
     seeds = list(range(args.seed, args.seed + args.seeds))
+    if args.against == "codex-cli":
+        from harnesslab.study import fidelity_turns as ft
+
+        pair = ft.codex_pair(ft.codex_program())
+        turns = ft.run_turn_fidelity(paths, pair, seeds=seeds, out_dir=Path(args.out),
+                                     cli_set=parse_sets(args.set), variants=args.variant)
+        if args.json:
+            print(json.dumps(ft.turns_to_json(turns), ensure_ascii=False, indent=2))
+        else:
+            print(ft.format_turn_report(turns, pair), end="")
+            print(f"records: {args.out}/reference and {args.out}/{pair.name}")
+        return 0 if all(c.agrees for c in turns if c.not_applicable is None) else 1
+    load_harness("agentscope")  # without the extra: one line with the install command
+    from harnesslab.study.fidelity import format_report, run_fidelity, to_json
+
     found = run_fidelity(paths, seeds=seeds, out_dir=Path(args.out), cli_set=parse_sets(args.set),
                          variants=args.variant)
     if args.json:
@@ -131,13 +143,15 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
 
 def add_fidelity_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     f = sub.add_parser(
-        "fidelity", help="compare the reference harness with the real AgentScope, call by call",
+        "fidelity", help="compare the reference harness with the real AgentScope (call by call) "
+        "or the real Codex CLI (turn by turn)",
         description="Run scenarios (default: the bundled suite) through the reference harness "
         "(prompts=agentscope) and through AgentScope 2.0.x (the agentscope extra) with the same "
         "settings; report per model call whether the estimates, the requests and the "
         "compaction points agree, per turn whether the outcomes do, and every difference. "
-        "Variants AgentScope cannot express are reported as not applicable. Exit 1 on any "
-        "difference, 2 on bad input.")
+        "Variants AgentScope cannot express are reported as not applicable. With --against "
+        "codex-cli: the reference harness's codex strategy against the real Codex CLI, turn by "
+        "turn. Exit 1 on any difference, 2 on bad input.")
     f.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders")
     f.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a setting for both harnesses (repeatable), beneath each variant's own")
@@ -147,6 +161,12 @@ def add_fidelity_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     f.add_argument("--out", default="runs/fidelity", metavar="DIR",
                    help="where both runs' records go (default runs/fidelity)")
     f.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    f.add_argument("--against", choices=("agentscope", "codex-cli"), default="agentscope",
+                   help="agentscope (default): the reference harness (prompts=agentscope) "
+                   "against AgentScope 2.0.x, call by call; codex-cli: the reference harness's "
+                   "codex strategy against the real Codex CLI (examples/codex_agent.py, node and "
+                   "the npm package), turn by turn: compactions, handoff, the request after, "
+                   "the answer, the checks")
     f.set_defaults(func=_cmd_fidelity)
 
 

@@ -87,3 +87,22 @@ def test_without_the_clock_shim_codex_states_the_host_date(
     today = date.today().isoformat()
     assert f"<current_date>{today}</current_date>" in env
     assert today == "2026-11-28" or "<current_date>2026-11-28</current_date>" not in env
+
+
+@pytest.mark.slow
+def test_fidelity_against_codex_turn_by_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `harnesslab fidelity --against codex-cli` on a scenario without a compaction: the same
+    # answers, the same facts cited and the same checks turn by turn; Codex's own prompt makes
+    # every request many times the reference harness's (listed as costs, not differences).
+    from harnesslab.study import fidelity_turns as ft
+
+    monkeypatch.setenv("HARNESSLAB_CODEX", str(FOUND[0]))
+    path = bundled_dir() / "stale-logistics-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    c = ft.compare_variant_turns(sc, v, ft.codex_pair(EXAMPLE), seed=0, source=path,
+                                 out_dir=tmp_path)
+    assert c.not_applicable is None and c.differences == [], c.differences
+    assert c.turns == c.turns_equal == 2
+    ref_input, codex_input = c.costs["true_input_tokens"]
+    assert codex_input > 5 * ref_input > 0
