@@ -40,7 +40,8 @@ _ERROR_CODES = frozenset(k.value for k in ToolError)
 
 @dataclass(frozen=True)
 class Fact:
-    """A visible fact: a tool result or a ``[fact:...]`` tag.
+    """A visible fact: a tool result, a ``[fact:...]`` tag, or (read by the summarizer only)
+    an answer's prose in the fake model's own wording (``harnesslab.sim.prose``).
 
     ``fields`` are its scalar fields as text; lists become text too: ``items`` joined by ``+``,
     ``orders`` (an order list) as ``O-2001:skateboard+pads,O-2002:headphones`` (the form a
@@ -55,7 +56,7 @@ class Fact:
     fields: Mapping[str, str]
     error: bool
     position: int
-    source: Literal["tool_result", "tag"]
+    source: Literal["tool_result", "tag", "prose"]
 
     @property
     def partial(self) -> bool:

@@ -8,7 +8,9 @@ Items, each kept or lost as a whole:
 - goal: each user message that is a lexicon utterance, described (never copied: the
   utterance could carry constraint phrases past a lossy drop), plus ``[goal] ...`` lines of an
   earlier summary, so a rolling summary carries them;
-- fact: the latest non-error fact per (tool, key), as a ``[fact:...]`` tag;
+- fact: the latest non-error fact per (tool, key), as a ``[fact:...]`` tag: a tool result, a
+  tag of an earlier summary, or an answer's prose in the fake model's own wording
+  (``harnesslab.sim.prose``) that no earlier result or tag already states;
 - constraint: each constraint in force, as a ``[constraint:...]`` tag;
 - claim: each visible claim, as a ``[claim:...]`` tag;
 - entity: each distinct id, listed most recent last so that ``@ref`` still resolves to it.
@@ -52,6 +54,7 @@ from harnesslab.sim.intents import (
     constraint_tag,
     fact_tag,
 )
+from harnesslab.sim.prose import prose_facts
 from harnesslab.sim.reading import (
     FACT_KEYS,
     Fact,
@@ -65,8 +68,8 @@ from harnesslab.sim.reading import (
 )
 from harnesslab.sim.segments import utterances_in
 
-__all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "summarize", "summary_form",
-           "summary_request", "swap_id"]
+__all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "restates", "summarize",
+           "summary_form", "summary_request", "swap_id"]
 
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
 SummaryForm = Literal["structured", "freeform", "handoff", "pin", "memory"]
@@ -286,6 +289,29 @@ def _fact_text(f: Fact) -> str:
     return fact_tag(_clean(f.tool), fields)
 
 
+def restates(prose: Fact, earlier: Fact) -> bool:
+    """Whether ``prose`` says nothing ``earlier`` (a tool result or tag about the same thing)
+    does not: then the earlier fact, with its own ``as_of``, is the one kept."""
+    return prose.tool == earlier.tool and (prose.key is None or prose.key == earlier.key) \
+        and all(earlier.fields.get(k) == v for k, v in prose.fields.items())
+
+
+def _with_prose(view: View) -> list[Fact]:
+    """The visible facts plus those the answers' prose states (``sim.prose``), in order of
+    position. An answer restating the latest earlier fact about the same thing adds nothing
+    (a summary of a full transcript keeps the tool result, with its time); one stating what no
+    visible result or tag shows (the result was left out of the summarised part, as agno's
+    summary prompt leaves out tool messages) is a fact of its own."""
+    facts = [f for f in view.facts if not f.error]
+    out = list(facts)
+    for p in prose_facts(view.text):
+        before = [f for f in facts if f.position < p.position and f.tool == p.tool
+                  and (p.key is None or f.key == p.key)]
+        if not (before and restates(p, before[-1])):
+            out.append(p)
+    return sorted(out, key=lambda f: f.position)
+
+
 def extract(view: View, lang: Lang) -> list[Item]:
     """Every item visible in ``view``, grouped by kind, each group in order of position."""
     goals = sorted([(u.start, u.text, _goal(u, view, lang)) for u in view.utterances]
@@ -296,7 +322,7 @@ def extract(view: View, lang: Lang) -> list[Item]:
         if all(i.text != GOAL_PREFIX + text for i in items):
             items.append(Item("goal", key, GOAL_PREFIX + text, False))
     latest: dict[tuple[str, str | None], Fact] = {}
-    for f in view.facts:
+    for f in _with_prose(view):
         if not f.error:
             latest[(f.tool, f.key)] = f
     for f in sorted(latest.values(), key=lambda f: f.position):

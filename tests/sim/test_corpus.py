@@ -16,10 +16,12 @@ import pytest
 
 from harnesslab.messages import HintBlock, Request, TextBlock, request_from_dict
 from harnesslab.scenario.loader import bundled_dir, load_scenario
+from harnesslab.sim.facts import tag_fact
 from harnesslab.sim.intents import ID_PATTERNS, Constraint
 from harnesslab.sim.model import FakeModel
+from harnesslab.sim.prose import prose_facts
 from harnesslab.sim.reading import View
-from harnesslab.sim.summarizer import summary_request
+from harnesslab.sim.summarizer import restates, summary_request
 
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.json"))
 ENTRIES = [(p.stem, n, e) for p in CORPUS
@@ -105,3 +107,30 @@ def test_a_framework_summary_request_is_read(name: str, n: int, entry: dict[str,
     view, model = _view(name, bare)
     assert summary_request(view) is None
     assert model.reply(bare).annotations["kind"] != "summary"
+
+
+@pytest.mark.parametrize(("name", "n", "entry"),
+                         [e for e in ENTRIES if e[2]["what"] == "summary_request"],
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_a_framework_summary_keeps_the_facts_its_transcript_states(
+        name: str, n: int, entry: dict[str, Any]) -> None:
+    """Whoever stated a fact (a tool result, or only the assistant's answer, as agno's summary
+    prompt quotes it) the summary keeps it; without the answers' words only a tool result's
+    fact is left (agno's request has none: nothing is)."""
+    r = request_from_dict(entry["request"])
+    view, model = _view(name, r)
+
+    def kept(reply: Any) -> list[Any]:
+        return [tag_fact(i["text"][len("[fact:"):-1], 0)
+                for i in reply.annotations["items"]["kept"] if i["kind"] == "fact"]
+
+    stated = prose_facts(view.text)
+    facts = kept(model.reply(r))
+    assert all(any(k.key == p.key and restates(p, k) for k in facts) for p in stated)
+    bare = r
+    for p in stated:
+        bare = without(bare, view.text[p.position:view.text.index("。", p.position) + 1], "……")
+    results = [f for f in _view(name, bare)[0].facts if f.source == "tool_result"]
+    assert len(kept(_view(name, bare)[1].reply(bare))) == len({(f.tool, f.key) for f in results})
+    if name == "agno":
+        assert stated and facts and not results  # the case this reading exists for
