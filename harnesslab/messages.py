@@ -359,7 +359,31 @@ def request_to_dict(r: Request) -> dict[str, Any]:
     }
 
 
-def request_from_dict(d: Any) -> Request:
+class Decoded:
+    """The message dicts of the last request decoded, and what they decoded to: a request that
+    resends them (a wire's whole history, call after call) decodes only what is new. The
+    previous dicts are found again where they start over (a compaction keeps the end of them,
+    a window slides) by comparing dicts, which runs in C."""
+
+    def __init__(self) -> None:
+        self._dicts: list[Any] = []
+        self._messages: list[Message] = []
+
+    def messages(self, dicts: list[Any]) -> tuple[Message, ...]:
+        old, done = self._dicts, self._messages
+        start = 0
+        if dicts and old and dicts[0] != old[0]:
+            # Where the new request's first message was in the last one, if anywhere.
+            start = next((j for j, x in enumerate(old) if x == dicts[0]), len(old))
+        out = [done[start + i] if start + i < len(old) and d == old[start + i]
+               else message_from_dict(d, f"messages[{i}]") for i, d in enumerate(dicts)]
+        self._dicts, self._messages = dicts, out
+        return tuple(out)
+
+
+def request_from_dict(d: Any, decoded: Decoded | None = None) -> Request:
+    """The request of ``d`` (``request_to_dict``'s form); ``decoded`` keeps the messages of
+    the last one, for a caller that decodes a stream of them."""
     if not isinstance(d, Mapping):
         raise InputError("expected an object", field="request")
     msgs = d.get("messages", [])
@@ -369,7 +393,8 @@ def request_from_dict(d: Any) -> Request:
     return Request(
         system=d.get("system", "") or "",
         summary=d.get("summary", "") or "",
-        messages=tuple(message_from_dict(m, f"messages[{i}]") for i, m in enumerate(msgs)),
+        messages=decoded.messages(msgs) if decoded is not None else
+        tuple(message_from_dict(m, f"messages[{i}]") for i, m in enumerate(msgs)),
         tools=tuple(ToolSchema.from_dict(t) for t in d.get("tools", []) or []),
         output_budget=int(budget) if budget is not None else None,
         session_id=d.get("session_id", "") or "",

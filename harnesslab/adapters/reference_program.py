@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from harnesslab.errors import ContextOverflowError, OverflowDetail, ProtocolError
 from harnesslab.harness.agent import ReferenceHarness
@@ -39,42 +39,139 @@ from harnesslab.messages import (
 )
 
 
+class HttpError(Exception):
+    """The bench answered with a status the wrapper does not handle: the turn fails."""
+
+
+class _Closed(Exception):
+    """The connection ended before any byte of the answer."""
+
+
+class _Http:
+    """A minimal HTTP/1.1 client over one kept-alive loopback connection: all the wrapper
+    needs (JSON bodies, Content-Length answers from the bench's own server). A program starts
+    once per run, and an HTTP SDK's import (httpx pulls in its CLI's rich and click when they
+    are installed) cost more CPU than the harness's work in most runs."""
+
+    def __init__(self, base: str, token: str, timeout: float = 600) -> None:
+        url = urlsplit(base)
+        self._addr = (url.hostname or "127.0.0.1", url.port or 80)
+        self._host = url.netloc
+        self._auth = f"Bearer {token}"
+        self._timeout = timeout
+        self._sock: socket.socket | None = None
+        self._buf = b""
+        self._answered = False  # a byte of the current answer came
+
+    def _connect(self) -> socket.socket:
+        sock = socket.create_connection(self._addr, timeout=self._timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock, self._buf = sock, b""
+        return sock
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, Any]:
+        """Send one request; the status and the decoded JSON answer."""
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {self._host}\r\n"
+                f"Authorization: {self._auth}\r\n")
+        if body is not None:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        data = head.encode("latin-1") + b"\r\n" + (body or b"")
+        reused = self._sock is not None
+        try:
+            return self._exchange(data, method, path)
+        except (ConnectionError, _Closed):
+            if not reused:
+                raise
+        # The server closed the kept connection while it was idle (uvicorn's keep-alive
+        # timeout) and answered nothing: it closes only between requests, so this one was
+        # never read. Once more on a fresh connection.
+        self.close()
+        return self._exchange(data, method, path)
+
+    def _exchange(self, data: bytes, method: str, path: str) -> tuple[int, Any]:
+        sock = self._sock if self._sock is not None else self._connect()
+        self._answered = False
+        sock.sendall(data)
+        status, headers = self._head()
+        length = headers.get("content-length")
+        if length is None:  # not what the bench's server sends for a JSON answer
+            raise HttpError(f"{method} {path}: HTTP {status} without a Content-Length")
+        body = self._exactly(int(length))
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return status, json.loads(body)
+
+    def _more(self) -> None:
+        assert self._sock is not None
+        chunk = self._sock.recv(1 << 16)
+        if not chunk:
+            raise HttpError("the bench closed the connection in the middle of an answer") \
+                if self._answered else _Closed
+        self._answered = True
+        self._buf += chunk
+
+    def _head(self) -> tuple[int, dict[str, str]]:
+        while (end := self._buf.find(b"\r\n\r\n")) < 0:
+            self._more()
+        lines = self._buf[:end].decode("latin-1").split("\r\n")
+        self._buf = self._buf[end + 4:]
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return status, headers
+
+    def _exactly(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            self._more()
+        data, self._buf = self._buf[:n], self._buf[n:]
+        return data
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
 class _Model:
-    def __init__(self, http: httpx.Client, url: str) -> None:
-        self._http, self._url = http, url
+    def __init__(self, http: _Http, path: str) -> None:
+        self._http, self._path = http, path
 
     def call(self, request: Request, *, purpose: str = "reply",
              estimate: int | None = None) -> Response:
         # purpose stays here: the bench finds what a call is for from the requests.
         body = {"request": {k: v for k, v in request_to_dict(request).items() if k != "meta"},
                 "estimate": estimate}
-        r = self._http.post(self._url, content=json.dumps(body, ensure_ascii=False).encode())
-        out = r.json()
-        if r.status_code == 400 and out["error"]["type"] == "overflow":
+        status, out = self._http.request("POST", self._path,
+                                         json.dumps(body, ensure_ascii=False).encode())
+        if status == 400 and out["error"]["type"] == "overflow":
             d = out["error"]["detail"]
             raise ContextOverflowError(out["error"]["profile"], OverflowDetail(**d))
-        if r.status_code == 400 and out["error"]["type"] == "protocol_error":
+        if status == 400 and out["error"]["type"] == "protocol_error":
             raise ProtocolError(out["error"]["profile"], out["error"]["problem"])
-        r.raise_for_status()
+        if status != 200:
+            raise HttpError(f"the model endpoint answered HTTP {status}: {out}")
         return Response(tuple(block_from_dict(b) for b in out["blocks"]),
                         out["input_tokens"], out["output_tokens"])
 
 
 class _Tools:
-    def __init__(self, http: httpx.Client, url: str) -> None:
-        self._http, self._url = http, url
+    def __init__(self, http: _Http, path: str) -> None:
+        self._http, self._path = http, path
         self._schemas: tuple[ToolSchema, ...] | None = None
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         if self._schemas is None:
-            raw = self._http.get(self._url).json()["tools"]
-            self._schemas = tuple(ToolSchema.from_dict(t) for t in raw)
+            _, out = self._http.request("GET", self._path)
+            self._schemas = tuple(ToolSchema.from_dict(t) for t in out["tools"])
         return self._schemas
 
     def run(self, name: str, arguments: str, acting_user: str) -> ToolOutcome:
         # The tool context: the backend trusts the acting user its caller names.
-        out = self._http.post(f"{self._url}/{name}", json={"arguments": arguments,
-                                                           "acting_user": acting_user}).json()
+        body = json.dumps({"arguments": arguments, "acting_user": acting_user},
+                          ensure_ascii=False).encode()
+        _, out = self._http.request("POST", f"{self._path}/{name}", body)
         return ToolOutcome(out["content"], out["is_error"])
 
 
@@ -95,8 +192,7 @@ def main() -> None:
     inp = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_IN"]), encoding="utf-8")
     out = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_OUT"]), "w", encoding="utf-8")
     base = os.environ["HARNESSLAB_TOOLS_URL"].removesuffix("/harnesslab/tools")
-    http = httpx.Client(headers={"Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}",
-                                 "content-type": "application/json"}, timeout=600)
+    http = _Http(base, os.environ["OPENAI_API_KEY"])
     harness: ReferenceHarness | None = None
     clock: _Clock | None = None
 
@@ -114,8 +210,8 @@ def main() -> None:
         if kind == "hello":
             clock = _Clock(msg["now"])
             workdir = os.environ.get("HARNESSLAB_WORKDIR")
-            ctx = HarnessContext(_Model(http, f"{base}/harnesslab/v1/request"),
-                                 _Tools(http, f"{base}/harnesslab/tools"), clock, _NoEvents(),
+            ctx = HarnessContext(_Model(http, "/harnesslab/v1/request"),
+                                 _Tools(http, "/harnesslab/tools"), clock, _NoEvents(),
                                  Session(msg["session"], msg["user"]),
                                  Path(workdir) if workdir else None)
             # The bench keeps persist to itself: a workdir kept for the run is the store.

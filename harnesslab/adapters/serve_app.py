@@ -61,6 +61,7 @@ from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
 from harnesslab.harness.base import HarnessContext
 from harnesslab.harness.identity import IdentityMode, bind_identity
 from harnesslab.messages import (
+    Decoded,
     Request,
     Response,
     ToolOutcome,
@@ -93,6 +94,8 @@ class WireSession:
     closed: bool = False
     # The Responses API's stored responses (previous_response_id), this session's only.
     stored: responses_wire.Conversation = field(default_factory=responses_wire.Conversation)
+    # The bench's own wire: the last request's messages as decoded (only new ones cost).
+    decoded: Decoded = field(default_factory=Decoded)
 
     def _locked(self, fn: Callable[[], Any]) -> Any:
         with self.lock:
@@ -163,6 +166,11 @@ class Sessions:
                     and len(self._by_token) < self._max:
                 s = self._by_token[token] = self._factory(token)
             return s
+
+    def known(self, token: str) -> WireSession | None:
+        """The session of ``token`` if it is open already (``get`` may open one)."""
+        with self._lock:
+            return self._by_token.get(token)
 
     def all(self) -> list[WireSession]:
         with self._lock:
@@ -262,8 +270,11 @@ def build_app(sessions: Sessions) -> Any:
         auth = req.headers.get("authorization", "")
         token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
         token = token or req.headers.get("x-api-key", "").strip()  # Anthropic's header
-        # A new session builds its world: off the event loop, which serves the others.
-        s = await run_in_threadpool(sessions.get, token) if token else None
+        # A new session builds its world: off the event loop, which serves the others; a
+        # known one is a look-up, not worth a thread hop.
+        s = sessions.known(token) if token else None
+        if s is None and token:
+            s = await run_in_threadpool(sessions.get, token)
         if s is None or s.closed:
             raise Refused(401, "Incorrect API key provided: each session has its own token.",
                           **closed)
@@ -403,7 +414,8 @@ def build_app(sessions: Sessions) -> Any:
         try:
             # No meta: a program cannot tell the bench what a call is for.
             request = request_from_dict({**body.get("request", {}),
-                                         "session_id": s.context.session.id, "meta": []})
+                                         "session_id": s.context.session.id, "meta": []},
+                                        s.decoded)
             if estimate is not None and (not isinstance(estimate, int)
                                          or isinstance(estimate, bool)):
                 raise InputError(f"expected an integer, got {estimate!r}", field="estimate")

@@ -213,7 +213,7 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             est_units = sum(rule.message_units(m) for m in msgs)
             # The run's own service: each filler message is encoded once, here, and its count
             # is still known when the harness sends it.
-            true = endpoint.service.count_aside(Request(system="", messages=msgs))
+            true = endpoint.count_aside(Request(system="", messages=msgs))
             writer.emit({"type": "filler", "exchanges": len(pairs), "target": target,
                          "estimate": rule.finalize(est_units), "true_tokens": true})
         if on_step is not None:

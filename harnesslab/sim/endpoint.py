@@ -4,16 +4,23 @@ then the fake model answers it. Every call, admitted or rejected, becomes a reco
 
 The harness gets back the reply's blocks and the billed usage (as a real API returns them); the
 fake model's annotations go to the record only.
+
+Equal messages reach the bench as one object (``SameMessages``): the service's counter, the
+protocol check, the fake model's reading and the record writer keep their per-message work by
+identity, and a request that came over a wire (decoded afresh each call, history and all) would
+otherwise cost all of it again for every message it resends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from operator import is_
 from typing import Any, Protocol
 
 from harnesslab.errors import ContextOverflowError, ProtocolError
 from harnesslab.events import EventSink
-from harnesslab.messages import Block, Request, Response, TextBlock, ToolCallBlock
+from harnesslab.messages import Block, Message, Request, Response, TextBlock, ToolCallBlock, ToolSchema
 from harnesslab.sim.service import SimulatedService
 
 
@@ -29,17 +36,69 @@ class ModelLike(Protocol):
     def reply(self, request: Request) -> ReplyLike: ...
 
 
+class SameMessages:
+    """Maps each message to the first equal one seen (by content: role, blocks, name, id), and
+    a request's tool schemas to the last equal ones. A harness in process resends the very
+    objects, which pass by identity without being hashed; only the others are looked up.
+
+    It keeps the messages of the last request and of the work since (fillers counted aside);
+    once it holds twice the last request and more, those no longer sent are let go, as the
+    token counter lets go of its counts."""
+
+    def __init__(self) -> None:
+        self._by_content: dict[Message, Message] = {}
+        self._last: tuple[Message, ...] = ()
+        self._tools: tuple[ToolSchema, ...] = ()
+
+    def messages(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """``messages`` with each replaced by the first equal one seen."""
+        # The prefix of the last request's very objects (identity only, in C: comparing equal
+        # copies field by field would cost what looking them up does).
+        same = list(map(is_, self._last, messages))
+        k = same.index(False) if False in same else len(same)
+        if k == len(messages):
+            return messages
+        seen = self._by_content.setdefault
+        rest = [seen(m, m) for m in messages[k:]]
+        if all(map(is_, rest, messages[k:])):
+            return messages
+        return (*messages[:k], *rest)
+
+    def request(self, r: Request) -> Request:
+        """``r`` with its messages and tools replaced by equal ones seen before."""
+        messages = self.messages(r.messages)
+        tools = r.tools
+        if tools is not self._tools and tools == self._tools:
+            tools = self._tools
+        self._tools = tools
+        self._last = messages
+        if len(self._by_content) > 2 * len(messages) + 1024:
+            self._by_content = {m: m for m in messages}
+        if messages is r.messages and tools is r.tools:
+            return r
+        return replace(r, messages=messages, tools=tools)
+
+
 class Endpoint:
     def __init__(self, service: SimulatedService, model: ModelLike, sink: EventSink) -> None:
         self.service = service
         self.model = model
         self.sink = sink
         self.calls = 0
+        self.same = SameMessages()
+
+    def count_aside(self, request: Request) -> int:
+        """The true count of messages the bench made outside a call (a filler's, before the
+        harness sends them): noted as seen, so that the harness's equal copies of them reuse
+        the count."""
+        return self.service.count_aside(replace(request,
+                                                messages=self.same.messages(request.messages)))
 
     def call(self, request: Request, *, purpose: str = "reply",
              estimate: int | None = None) -> Response:
         """Admit, answer, record. Raises ProtocolError or ContextOverflowError (both
         ServiceRejected) when the service rejects; either is recorded, nothing is billed."""
+        request = self.same.request(request)
         self.calls += 1
         n = self.calls
         try:
