@@ -77,3 +77,26 @@ def test_tool_schema_keeps_exact_agentscope_json() -> None:
     s = ToolSchema.from_dict({"type": "function", "function": {"name": "查", "parameters": {}}})
     assert s.json == '{"type": "function", "function": {"name": "查", "parameters": {}}}'
     assert s.name == "查"
+
+
+def test_decoded_reuses_the_messages_a_resent_history_decoded_to() -> None:
+    from harnesslab.messages import Decoded, message_to_dict, request_from_dict
+
+    def body(msgs: list[Message]) -> dict[str, object]:
+        # Fresh dicts each time, as a wire's JSON body decodes to.
+        return {"system": "s", "messages": [message_to_dict(m) for m in msgs]}
+
+    h = [Message.text("user", f"u{i}") if i % 2 == 0 else Message.text("assistant", f"a{i}")
+         for i in range(12)]
+    d = Decoded()
+    first = request_from_dict(body(h[:8]), d).messages
+    grown = request_from_dict(body(h[:10]), d).messages
+    assert all(a is b for a, b in zip(first, grown[:8], strict=True))
+    assert grown[8:] == tuple(h[8:10]) and grown[8] is not h[8]
+    # A window that slid on (the oldest dropped) is found again where it starts now.
+    slid = request_from_dict(body(h[4:12]), d).messages
+    assert all(a is b for a, b in zip(grown[4:10], slid[:6], strict=True))
+    assert slid == tuple(h[4:12])
+    # Without it every message is decoded again: equal, never the same objects.
+    plain = request_from_dict(body(h[4:12])).messages
+    assert plain == slid and not any(a is b for a, b in zip(plain, slid, strict=True))

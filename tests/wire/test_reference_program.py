@@ -72,3 +72,51 @@ def test_the_reference_harness_as_a_program_agrees_with_it_in_process(
     assert sum(w["metrics"]["compactions"] for w in wire.values() if w["metrics"]) > 10
     print(json.dumps({"runs": len(inproc), "not_applicable": len(na),
                       "known_differences": differs}, ensure_ascii=False))
+
+
+def _server(answers: list[list[bytes]]) -> tuple[int, list[bytes]]:
+    """A loopback server that, per connection, sends each of its answers after a request and
+    then closes (an idle keep-alive timeout); what it read is returned in ``got``."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    got: list[bytes] = []
+
+    def serve() -> None:
+        for conn_answers in answers:
+            conn, _ = listener.accept()
+            with conn:
+                for answer in conn_answers:
+                    got.append(conn.recv(65536))
+                    conn.sendall(answer)
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener.getsockname()[1], got
+
+
+def _ok(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_the_wrapper_client_reconnects_once_when_an_idle_connection_was_closed() -> None:
+    from harnesslab.adapters.reference_program import _Http
+
+    port, got = _server([[_ok(b'{"n": 1}')], [_ok(b'{"n": 2}')]])
+    http = _Http(f"http://127.0.0.1:{port}", "tok")
+    assert http.request("GET", "/a") == (200, {"n": 1})
+    # The server closed the kept connection: the request was never read, so it goes again.
+    assert http.request("POST", "/b", b"{}") == (200, {"n": 2})
+    assert got[1].startswith(b"POST /b HTTP/1.1\r\n") and b"Authorization: Bearer tok" in got[1]
+
+
+def test_the_wrapper_client_never_resends_a_request_that_was_partly_answered() -> None:
+    from harnesslab.adapters.reference_program import HttpError, _Http
+
+    port, got = _server([[_ok(b'{"n": 1}'), b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\n{"]])
+    http = _Http(f"http://127.0.0.1:{port}", "tok")
+    assert http.request("GET", "/a") == (200, {"n": 1})
+    with pytest.raises(HttpError, match="in the middle of an answer"):
+        http.request("GET", "/b")
+    assert len(got) == 2
