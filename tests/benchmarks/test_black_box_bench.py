@@ -17,12 +17,16 @@ from harnesslab.scenario.loader import bundled_dir, load_scenario
 
 from .conftest import collector_paused, report
 
-# The issue's target is 3x; measured 13.5x (not met yet): each run starts a Python process
-# (interpreter and imports, about 0.3 s CPU), a variant with a real tokenizer loads its
-# vocabulary again in every process, and every call sends the whole request as JSON. The limit
-# guards against getting worse while that work is open.
+# The issue's target is 3x, out of reach for this program (docs/performance.md, "A black-box
+# run"): the suite starts 248 programs, and each start of the reference harness costs about
+# 0.19 s CPU before any turn (25 ms the interpreter, most of the rest pydantic, which its
+# settings are built on): 47 s, six times the suite in process. Even a program that only
+# answers the protocol (json and socket) pays 33 ms a start, 8 s in all. Measured 9.3x
+# (in process 10.5 s, through the program 98.2 s, on the shared machine under load; 14.3x
+# before the wrapper dropped httpx and the bench matched resent messages by content). The
+# limit, about 1.5x that, guards against getting worse.
 TARGET = 3.0
-LIMIT = 20.0
+LIMIT = 14.0
 WRAPPER = "cmd:python -m harnesslab.adapters.reference_program"
 
 
@@ -31,23 +35,27 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _suite(cli_set: dict[str, Any]) -> float:
-    start = _cpu()
+def _suite(cli_set: dict[str, Any]) -> tuple[float, float]:
+    """CPU seconds of the suite: in all, and in the programs (the children's times)."""
+    start, kids = _cpu(), os.times()
     for path in sorted(bundled_dir().glob("*.yaml")):
         sc = load_scenario(path)
         for v in sc.variants:
             run_variant(sc, v, source=path, cli_set=cli_set)
-    return _cpu() - start
+    end = os.times()
+    return _cpu() - start, (end.children_user + end.children_system
+                            - kids.children_user - kids.children_system)
 
 
 def test_black_box_suite_cpu_ratio(benchmark: Any) -> None:
     with collector_paused():
-        inproc = _suite({})
-        wire = _suite({"harness": WRAPPER, "turn_timeout": 300})
+        inproc, _ = _suite({})
+        wire, programs = _suite({"harness": WRAPPER, "turn_timeout": 300})
     ratio = wire / inproc
     report(benchmark, f"bundled suite: in process {inproc:.1f} s CPU, through the reference "
-           f"harness as a program {wire:.1f} s CPU: {ratio:.2f}x (target {TARGET:g}x, "
+           f"harness as a program {wire:.1f} s CPU (the bench {wire - programs:.1f} s, the "
+           f"programs {programs:.1f} s): {ratio:.2f}x (target {TARGET:g}x, "
            f"{'met' if ratio <= TARGET else 'NOT met'}; limit {LIMIT:g}x)",
-           inproc_cpu_s=inproc, wire_cpu_s=wire, ratio=ratio)
+           inproc_cpu_s=inproc, wire_cpu_s=wire, programs_cpu_s=programs, ratio=ratio)
     benchmark.pedantic(lambda: None, rounds=1)
     assert ratio <= LIMIT

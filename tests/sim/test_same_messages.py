@@ -4,7 +4,7 @@ messages."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from harnesslab.messages import (
     Message,
@@ -21,7 +21,7 @@ from harnesslab.sim.service import SimulatedService
 class _Echo:
     class _Reply:
         blocks = (TextBlock("ok"),)
-        annotations: dict[str, Any] = {}
+        annotations: ClassVar[dict[str, Any]] = {}
 
     def reply(self, request: Request) -> Any:
         return self._Reply()
