@@ -207,6 +207,12 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
     if expect.max_images is not None:
         most = max((e.get("images", 0) for e in _turn_calls(rec, step)), default=0)
         add("max_images", most <= expect.max_images, f"at most {most} images in a request")
+    if expect.min_images is not None:
+        # An "at most" check passes a harness that removes every image: the last request must
+        # still carry the newest ones.
+        calls = [e for e in _turn_calls(rec, step) if "request" in e]
+        last_n = calls[-1].get("images", 0) if calls else 0
+        add("min_images", last_n >= expect.min_images, f"{last_n} images in the last request")
     return out
 
 

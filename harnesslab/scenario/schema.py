@@ -124,6 +124,9 @@ class Expect(_Strict):
                                         "the turn's last request")
     max_images: int | None = Field(default=None, ge=0, description="Images in any request of "
                                    "this turn, at most")
+    min_images: int | None = Field(default=None, ge=0, description="Images in the turn's last "
+                                   "request, at least (the newest kept, not only the oldest "
+                                   "removed)")
     in_force: list[Constraint] | None = Field(default=None, description="Fake model only: "
                                               "constraints in force in the request that "
                                               "answered (what the model could see)")
@@ -137,7 +140,7 @@ class Expect(_Strict):
             if getattr(self, k):
                 out.append(k)
         for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images",
-                  "in_force", "unable"):
+                  "min_images", "in_force", "unable"):
             if getattr(self, k) is not None:
                 out.append(k)
         return out

@@ -6,8 +6,8 @@ model's answer is its text at the turn's last request; the tools it called are t
 replies asked for across the turn's requests. Both answers, the fake model's as recorded and the
 real model's, are then judged by the same answer-level checks (``bench.checks``, as for a run
 under ``model=openai-compatible``: mentions, not_mentions, lengths, called / not_called, no_leak,
-fresh_fact read from the answer, answered, request_contains, max_images), with no annotations
-on either side. A turn **agrees** when both pass, or both fail, every such check; the
+fresh_fact read from the answer, answered, request_contains, max_images, min_images), with no
+annotations on either side. A turn **agrees** when both pass, or both fail, every such check; the
 agreement rate is agreeing turns / compared turns. A turn the harness itself failed (an
 overflow, a crash) has no answer to compare and is counted apart.
 
