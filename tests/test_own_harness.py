@@ -70,7 +70,7 @@ def test_the_readme_harness_runs_the_bundled_suite_from_the_command_line(tmp_pat
     # Failures only where docs/own-harness.md gives LastN's own cause; every other variant
     # that does not pass as designed is not applicable, with the reason the page lists.
     fails, na = page_lists()
-    assert len(fails) == 28 and len(na) == 147
+    assert len(fails) == 31 and len(na) == 166
     rows = {f"{r['scenario']}/{r['variant']}": r for r in summary["rows"]}
     assert {k for k, r in rows.items() if not r["expected"]} == fails
     assert {k: r["not_applicable"][0].removeprefix("NotApplicable: ")
@@ -78,7 +78,7 @@ def test_the_readme_harness_runs_the_bundled_suite_from_the_command_line(tmp_pat
     assert na["followup-after-filler-zh/codex"] == (
         "sets strategy=codex, codex.user_message_budget=1500; LastN honours none of: codex.*, "
         "strategy")
-    assert "147 variants not applicable to LastN" in p.stdout.splitlines()[-2]
+    assert "166 variants not applicable to LastN" in p.stdout.splitlines()[-2]
     assert "harness LastN honours none of the harness settings" in subprocess.run(
         [sys.executable, "-m", "harnesslab.cli", "show",
          "out/followup-after-filler-zh/default/seed0.jsonl"], cwd=tmp_path,
