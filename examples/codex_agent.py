@@ -176,6 +176,11 @@ def write_config(home: Path, base_url: str) -> None:
                   # which `codex exec` under approval_policy "never" refuses (codex-rs/core/src/
                   # mcp_tool_call.rs): the deployer approves its own server's tools.
                   'default_tools_approval_mode = "approve"',
+                  # Codex starts an optional server in the background and gives it a short
+                  # grace before the first request goes out without its tools (under load the
+                  # first turn offered none: "no tool for it was offered"): the deployment's
+                  # own tools are required, so Codex waits for them (up to the timeout below).
+                  "required = true",
                   "startup_timeout_sec = 30",
                   "tool_timeout_sec = 60"]
     home.mkdir(parents=True, exist_ok=True)
