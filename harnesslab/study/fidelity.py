@@ -16,7 +16,7 @@ reason, never as agreement (``harnesslab.adapters.agentscope_settings``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -224,11 +224,10 @@ def run_fidelity(paths: Iterable[Path], *, seeds: Iterable[int] = (0,), out_dir:
             if wanted is None or v.name in wanted for seed in seeds]
 
 
-def totals(comparisons: list[Comparison]) -> dict[str, int]:
+def tally(comparisons: Sequence[Any], keys: Iterable[str]) -> dict[str, int]:
+    """The sums of ``keys`` over the compared runs, with the runs compared, those that agree,
+    those not applicable and the differences: the totals of either kind of comparison."""
     done = [c for c in comparisons if c.not_applicable is None]
-    keys = ("calls", "estimates_equal", "summary_calls", "summary_estimates_equal",
-            "requests_equal", "compaction_points", "compaction_points_equal", "turns",
-            "turns_equal")
     out = {k: sum(getattr(c, k) for c in done) for k in keys}
     out.update(runs=len(done), agree=sum(c.agrees for c in done),
                not_applicable=len(comparisons) - len(done),
@@ -236,12 +235,19 @@ def totals(comparisons: list[Comparison]) -> dict[str, int]:
     return out
 
 
+def totals(comparisons: list[Comparison]) -> dict[str, int]:
+    return tally(comparisons, ("calls", "estimates_equal", "summary_calls",
+                               "summary_estimates_equal", "requests_equal", "compaction_points",
+                               "compaction_points_equal", "turns", "turns_equal"))
+
+
 def to_json(comparisons: list[Comparison]) -> dict[str, Any]:
     return {"totals": totals(comparisons),
             "runs": [{**asdict(c), "agrees": c.agrees} for c in comparisons]}
 
 
-def _short(v: Any, width: int = 100) -> str:
+def short(v: Any, width: int = 100) -> str:
+    """A value as one line of at most ``width`` characters (JSON unless a string)."""
     s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
     return s if len(s) <= width else s[:width - 1] + "…"
 
@@ -268,7 +274,7 @@ def format_report(comparisons: list[Comparison]) -> str:
     if diffs:
         lines.append(f"differences ({len(diffs)}):")
         lines += [f"  {d.scenario}/{d.variant} seed {d.seed} {d.where} {d.what}: reference "
-                  f"{_short(d.reference)} | agentscope {_short(d.agentscope)}" for d in diffs]
+                  f"{short(d.reference)} | agentscope {short(d.agentscope)}" for d in diffs]
     lines.append(
         f"totals: {t['runs']} runs compared ({t['agree']} agree in everything), "
         f"{t['not_applicable']} not applicable; model calls {t['calls']}: estimates equal "

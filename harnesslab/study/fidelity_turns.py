@@ -41,6 +41,7 @@ from harnesslab.scenario.loader import load_scenario
 from harnesslab.scenario.schema import Scenario, Variant
 from harnesslab.scenario.settings import resolve_settings
 from harnesslab.sim.intents import ID_PATTERNS
+from harnesslab.study.fidelity import short, tally
 
 _ANY_ID = re.compile("|".join(p.pattern for p in ID_PATTERNS.values()))
 ASPECTS = ("compactions", "handoff", "after", "answer", "checks")
@@ -229,12 +230,9 @@ def run_turn_fidelity(paths: Iterable[Path], pair: Pair, *, seeds: Iterable[int]
 
 
 def turn_totals(comparisons: list[TurnComparison]) -> dict[str, int]:
+    out = tally(comparisons, ("turns", "turns_equal", "compaction_turns",
+                              "compaction_turns_equal"))
     done = [c for c in comparisons if c.not_applicable is None]
-    out = {k: sum(getattr(c, k) for c in done)
-           for k in ("turns", "turns_equal", "compaction_turns", "compaction_turns_equal")}
-    out.update(runs=len(done), agree=sum(c.agrees for c in done),
-               not_applicable=len(comparisons) - len(done),
-               differences=sum(len(c.differences) for c in done))
     for aspect in ASPECTS:
         out[f"differ_{aspect}"] = sum(d.what == aspect for c in done for d in c.differences)
     return out
@@ -243,13 +241,6 @@ def turn_totals(comparisons: list[TurnComparison]) -> dict[str, int]:
 def turns_to_json(comparisons: list[TurnComparison]) -> dict[str, Any]:
     return {"totals": turn_totals(comparisons),
             "runs": [{**asdict(c), "agrees": c.agrees} for c in comparisons]}
-
-
-def _short(v: Any, width: int = 90) -> str:
-    import json
-
-    s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-    return s if len(s) <= width else s[:width - 1] + "…"
 
 
 def format_turn_report(comparisons: list[TurnComparison], pair: Pair) -> str:
@@ -276,7 +267,7 @@ def format_turn_report(comparisons: list[TurnComparison], pair: Pair) -> str:
     if diffs:
         lines.append(f"differences ({len(diffs)}):")
         lines += [f"  {d.scenario}/{d.variant} seed {d.seed} {d.where} {d.what}: reference "
-                  f"{_short(d.reference)} | {pair.name} {_short(d.other)}" for d in diffs]
+                  f"{short(d.reference, 90)} | {pair.name} {short(d.other, 90)}" for d in diffs]
     by = ", ".join(f"{a} {t[f'differ_{a}']}" for a in ASPECTS)
     lines.append(
         f"totals: {t['runs']} runs compared ({t['agree']} agree in every turn), "
