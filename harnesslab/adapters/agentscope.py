@@ -22,9 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import tempfile
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from agentscope import message as am
@@ -32,7 +34,7 @@ from agentscope.agent import Agent, ContextConfig, InjectionConfig, ReActConfig
 from agentscope.event import HintBlockEvent
 from agentscope.middleware import MiddlewareBase
 from agentscope.model import ChatModelBase
-from agentscope.permission import PermissionBehavior, PermissionDecision
+from agentscope.permission import PermissionBehavior, PermissionContext, PermissionDecision
 from agentscope.state import AgentState
 from agentscope.tool import FunctionTool, ToolChunk, Toolkit
 
@@ -45,6 +47,12 @@ from harnesslab.adapters.agentscope_bridge import (
     from_message,
     from_part,
     install_sources,
+)
+from harnesslab.adapters.agentscope_memory import (
+    BenchBackend,
+    agentic_memory,
+    allow_rules,
+    memory_folder,
 )
 from harnesslab.adapters.agentscope_settings import HONOURS, NotApplicable, not_applicable
 from harnesslab.errors import ServiceRejected
@@ -145,12 +153,17 @@ class AgentScopeHarness:
                 time_format=AGENTSCOPE_TIME_FORMAT, time_interval=config.time_interval_hours),
             "react_config": ReActConfig(max_iters=config.max_iters)}
         self.system = config.system_prompt or DEFAULT.system
+        self._memory, memory_tools = self._memory_middleware()
         with self._active():
             offered = config.tools  # the deployment's tools, or the ones the setting names
-            self.toolkit = Toolkit(tools=[self._tool(s.to_dict()["function"])
-                                          for s in context.tools.schemas()
-                                          if offered is None or s.name in offered])
-            self.agent = self._agent(AgentState(session_id=context.session.id))
+            self.toolkit = Toolkit(tools=[*(self._tool(s.to_dict()["function"])
+                                            for s in context.tools.schemas()
+                                            if offered is None or s.name in offered),
+                                          *memory_tools])
+            state = AgentState(session_id=context.session.id)
+            if self._memory:
+                state.permission_context = PermissionContext(allow_rules=allow_rules())
+            self.agent = self._agent(state)
 
     # -- plumbing -------------------------------------------------------------------------------
     def now(self) -> datetime:
@@ -169,10 +182,42 @@ class AgentScopeHarness:
         with self._active():
             return self._loop.run_until_complete(coro)
 
+    def _memory_middleware(self) -> tuple[list[Any], list[Any]]:
+        """AgentScope's memory middleware the ``memory`` settings choose, over the verified
+        session user's folder, and the tools it needs (``agentscope_memory``)."""
+        mem = self.cfg.memory
+        if mem.mode != "agentic":
+            return [], []
+        if self.ctx.workdir is None:  # no run folder: a private one, removed with the harness
+            tmp = tempfile.TemporaryDirectory(prefix="harnesslab-agentscope-memory-")
+            weakref.finalize(self, tmp.cleanup)
+            workdir = Path(tmp.name)
+        else:
+            workdir = self.ctx.workdir
+        self.memory_backend = BenchBackend(
+            memory_folder(workdir, mem.agent_id, self.ctx.session.user), self.now)
+        middleware, tools = agentic_memory(self.memory_backend)
+        return [middleware], tools
+
+    def _memory_read(self) -> None:
+        """What the memory middleware shows this turn, as the reference harness reports its
+        own read: the verified user's MEMORY.md (appended to every system prompt)."""
+        if not self._memory:
+            return
+        user = self.ctx.session.user
+        try:
+            index = self.memory_backend.dir.read("Memory/MEMORY.md").strip()
+        except (OSError, ValueError):
+            index = ""
+        self.ctx.sink.emit({"type": "memory_read", "mode": self.cfg.memory.mode, "user": user,
+                            "query": "MEMORY.md", "items": [{"id": "MEMORY.md", "user": user,
+                                                             "kind": "index", "text": index}]
+                            if index else []})
+
     def _agent(self, state: Any) -> Any:
         return Agent(name=AGENT_NAME, system_prompt=self.system, model=self.model,
-                     toolkit=self.toolkit, middlewares=[_Watch(self)], state=state,
-                     offloader=self.offloader, **self._configs)
+                     toolkit=self.toolkit, middlewares=[_Watch(self), *self._memory],
+                     state=state, offloader=self.offloader, **self._configs)
 
     def _request(self, msgs: Sequence[Any], tools: list[dict[str, Any]] | None,
                  meta: tuple[tuple[str, str], ...], has_summary: bool | None = None) -> Request:
@@ -300,6 +345,7 @@ class AgentScopeHarness:
             msg = am.Msg(name="user", role="user",
                          content=[am.TextBlock(text=text), *(from_part(i) for i in images)])
         self._failed_compaction = False
+        self._memory_read()
         try:
             final = self._run(self._reply(msg))
         except Exception as e:

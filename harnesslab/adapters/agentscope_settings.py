@@ -24,9 +24,11 @@ from __future__ import annotations
 from harnesslab.errors import NotApplicable
 from harnesslab.harness.config import HarnessConfig
 
-__all__ = ["HONOURS", "STRATEGIES", "NotApplicable", "not_applicable"]
+__all__ = ["HONOURS", "MEMORY_MODES", "STRATEGIES", "NotApplicable", "not_applicable"]
 
 STRATEGIES = ("structured", "offload")
+# The memory modes the adapter wires, and the AgentScope middleware each one is.
+MEMORY_MODES = {"none": "no middleware", "agentic": "AgenticMemoryMiddleware"}
 
 # The declaration (``harnesslab.harness.honours``): every mapped setting above. The ignored ones
 # (prompts, codex.*, window_messages) are left out, so a variant defined by them alone is not
@@ -46,9 +48,15 @@ def not_applicable(cfg: HarnessConfig) -> list[str]:
     if cfg.strategy not in STRATEGIES:
         out.append(f"strategy {cfg.strategy}: AgentScope 2.0.x compacts with a structured "
                    "summary only (structured, or offload with an offloader)")
-    if cfg.memory.mode != "none":
-        out.append(f"memory {cfg.memory.mode}: the adapter does not wire AgentScope's long-term "
-                   "memory middlewares")
+    mem = cfg.memory
+    if mem.mode not in MEMORY_MODES:
+        out.append(f"memory {mem.mode}: the adapter does not wire an AgentScope middleware for "
+                   "it (" + ", ".join(f"{k}: {v}" for k, v in MEMORY_MODES.items()
+                                      if k != "none") + ")")
+    elif mem.mode != "none" and mem.key == "named":
+        out.append("memory.key=named: AgentScope's memory middlewares have no notion of users; "
+                   "the integrator fixes whose memory it is (its workdir) when the agent is "
+                   "built, so it cannot follow the user id the model names")
     if cfg.estimator != "bytes4":
         out.append(f"estimator {cfg.estimator}: AgentScope estimates with its own count_tokens "
                    "(bytes4)")

@@ -193,6 +193,14 @@ PIN_FIELDS = ("standing_instructions", "entities")
 # A model offered this tool keeps its own memory file (the agentic memory mode): when the user
 # states a preference or a claim it rewrites MEMORY.md with what it sees, claims unverified.
 MEMORY_WRITE_TOOL = "memory_write"
+# ... or, told in its instructions that it has a file-based memory system at a directory
+# (AgentScope's AgenticMemoryMiddleware, Claude Code's auto memory: "a persistent, file-based
+# memory system at `<dir>`"), it keeps <dir>/MEMORY.md through a file-writing tool of this name
+# taking an absolute file_path and the content; offered the reading tool as well, it reads the
+# file before rewriting it (AgentScope's Write refuses to overwrite a file not read first).
+FILE_WRITE_TOOL = "Write"
+FILE_READ_TOOL = "Read"
+MEMORY_DIR_RE = re.compile(r"file-based memory system at `([^`\n]+)`")
 # A structured request asking only for these is a memory extraction: the user's standing
 # preferences (constraint tags), their claims (claim tags, unverified) and the facts tool
 # results state (fact tags, with their as_of), one per line.

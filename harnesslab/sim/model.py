@@ -28,6 +28,9 @@ from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
 from harnesslab.sim.asks import asks_in
 from harnesslab.sim.intents import (
     ACT_NEEDS,
+    FILE_READ_TOOL,
+    FILE_WRITE_TOOL,
+    MEMORY_DIR_RE,
     MEMORY_WRITE_TOOL,
     REF,
     Act,
@@ -263,19 +266,64 @@ def _content(act: Act, need: _Need, fact: Fact, lang: Lang, now: datetime | None
     return head + text
 
 
+def _properties(view: View, name: str) -> set[str]:
+    """The parameter names of the offered tool ``name`` (empty when it is not offered)."""
+    for t in view.request.tools:
+        if t.name == name:
+            fn = t.to_dict().get("function", t.to_dict())
+            params = fn.get("parameters") or fn.get("input_schema") or {}
+            props = params.get("properties") if isinstance(params, dict) else None
+            return set(props) if isinstance(props, dict) else set()
+    return set()
+
+
+def _memory_file(view: View) -> tuple[str, str, str] | None:
+    """How this request lets the model keep its memory file: (writing tool, its path
+    parameter, the path), or None (intents.MEMORY_WRITE_TOOL and FILE_WRITE_TOOL)."""
+    if MEMORY_WRITE_TOOL in {t.name for t in view.request.tools}:
+        return MEMORY_WRITE_TOOL, "path", "MEMORY.md"
+    if {"file_path", "content"} <= _properties(view, FILE_WRITE_TOOL):
+        m = MEMORY_DIR_RE.search(view.request.system)
+        if m:
+            return FILE_WRITE_TOOL, "file_path", m.group(1).rstrip("/") + "/MEMORY.md"
+    return None
+
+
 def _remember(view: View, index: int) -> ToolCallBlock | None:
     """Offered a memory-writing tool, the model keeps MEMORY.md itself: when the user states a
     preference or a claim, it rewrites the file, once per turn, with the preferences in force
-    and the claims it sees (as unverified claims)."""
-    if MEMORY_WRITE_TOOL not in {t.name for t in view.request.tools} or any(
-            isinstance(b, ToolCallBlock) and b.name == MEMORY_WRITE_TOOL
-            for m in view.request.messages[index + 1:] for b in m.content):
+    and the claims it sees (as unverified claims); offered a reading tool beside a file-writing
+    one, it reads the file first."""
+    target = _memory_file(view)
+    if target is None:
         return None
+    tool, key, path = target
+    calls = [b for m in view.request.messages[index + 1:] for b in m.content
+             if isinstance(b, ToolCallBlock)]
+
+    def called(name: str) -> bool:
+        for b in calls:
+            try:
+                args = json.loads(b.input or "{}")
+            except json.JSONDecodeError:
+                continue
+            if b.name == name and isinstance(args, dict) and args.get(key) == path:
+                return True
+        return False
+
+    if tool == MEMORY_WRITE_TOOL:
+        if any(b.name == MEMORY_WRITE_TOOL for b in calls):
+            return None
+    elif called(tool):
+        return None
+    elif "file_path" in _properties(view, FILE_READ_TOOL) and not called(FILE_READ_TOOL):
+        raw = json.dumps({"file_path": path}, ensure_ascii=False)
+        return ToolCallBlock(_call_id(view.text, FILE_READ_TOOL, raw), FILE_READ_TOOL, raw)
     lines = [constraint_tag(c) for c in view.ordered_constraints()]
     lines += [claim_tag(c) for _, c in view.claims]
-    raw = json.dumps({"path": "MEMORY.md", "content": "\n".join(dict.fromkeys(lines))},
+    raw = json.dumps({key: path, "content": "\n".join(dict.fromkeys(lines))},
                      ensure_ascii=False)
-    return ToolCallBlock(_call_id(view.text, MEMORY_WRITE_TOOL, raw), MEMORY_WRITE_TOOL, raw)
+    return ToolCallBlock(_call_id(view.text, tool, raw), tool, raw)
 
 
 class FakeModel:
