@@ -36,7 +36,7 @@ from agentscope.middleware import AgenticMemoryMiddleware
 from agentscope.permission import PermissionBehavior, PermissionRule
 from agentscope.tool import BackendBase, DirEntry, ExecResult
 
-from harnesslab.harness.memory.items import safe_name
+from harnesslab.adapters.agentscope_settings import memory_folder
 from harnesslab.harness.paths import ConfinedDir, PathEscape
 
 __all__ = ["FILE_TOOLS", "MEMORY_DIR", "VIRTUAL_WORKDIR", "BenchBackend", "agentic_memory",
@@ -45,11 +45,6 @@ __all__ = ["FILE_TOOLS", "MEMORY_DIR", "VIRTUAL_WORKDIR", "BenchBackend", "agent
 VIRTUAL_WORKDIR = "/agent"
 MEMORY_DIR = "Memory"  # AgentScope's default memory_dir
 FILE_TOOLS = ("Read", "Write", "Edit")
-
-
-def memory_folder(workdir: Path, agent: str, user: str) -> Path:
-    """Where one (agent, verified user)'s AgentScope memory lives in the run's workdir."""
-    return workdir / "memory" / "agentscope" / safe_name(agent) / safe_name(user)
 
 
 class BenchBackend(BackendBase):  # type: ignore[misc]

@@ -21,14 +21,24 @@ by an ignored setting alone is not applicable too (``HONOURS``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from harnesslab.errors import NotApplicable
 from harnesslab.harness.config import HarnessConfig
+from harnesslab.harness.memory.items import safe_name
 
-__all__ = ["HONOURS", "MEMORY_MODES", "STRATEGIES", "NotApplicable", "not_applicable"]
+__all__ = ["HONOURS", "MEMORY_MODES", "STRATEGIES", "NotApplicable", "memory_folder",
+           "not_applicable"]
 
 STRATEGIES = ("structured", "offload")
 # The memory modes the adapter wires, and the AgentScope middleware each one is.
 MEMORY_MODES = {"none": "no middleware", "agentic": "AgenticMemoryMiddleware"}
+
+def memory_folder(workdir: Path, agent: str, user: str) -> Path:
+    """Where one (agent, verified user)'s AgentScope memory lives in the run's workdir (the
+    adapter mounts it at /agent; ``fidelity`` reads MEMORY.md from it after a run)."""
+    return workdir / "memory" / "agentscope" / safe_name(agent) / safe_name(user)
+
 
 # The declaration (``harnesslab.harness.honours``): every mapped setting above. The ignored ones
 # (prompts, codex.*, window_messages) are left out, so a variant defined by them alone is not

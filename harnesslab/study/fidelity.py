@@ -9,6 +9,12 @@ harness's own labels, read by neither the service nor the model), its purpose an
 rejected; whether a compaction happened just before it. Per turn: the outcome (failed or not,
 the reply, the reason). Every disagreement is listed with its call or step and both values.
 
+With long-term memory (the ``agentic`` mode: AgentScope's AgenticMemoryMiddleware), per turn:
+whose memory was read and what (``memory_read``: scoping by user), where it sits in the
+answering request (the system prompt, before the question, after it, or absent: injection
+timing and visibility); per run, what the model wrote to each user's memory and each user's
+MEMORY.md on disk afterwards (write-back).
+
 A variant whose settings AgentScope cannot express is reported as not applicable with the
 reason, never as agreement (``harnesslab.adapters.agentscope_settings``).
 """
@@ -21,9 +27,20 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harnesslab.adapters.agentscope_settings import not_applicable
+from harnesslab.adapters.agentscope_settings import memory_folder, not_applicable
+from harnesslab.harness.memory.files import MemoryFiles
 from harnesslab.harness.prompts import agentscope_timezone
-from harnesslab.messages import Message, Request, dumps, message_to_dict
+from harnesslab.judge.checks import turn_answer
+from harnesslab.judge.memory_metrics import extracted_items, session_users
+from harnesslab.messages import (
+    HintBlock,
+    Message,
+    Request,
+    TextBlock,
+    ToolResultBlock,
+    dumps,
+    message_to_dict,
+)
 from harnesslab.record.format import Record
 from harnesslab.run.runner import RunResult, run_variant
 from harnesslab.scenario.loader import load_scenario
@@ -129,6 +146,91 @@ def _compaction_points(rec: Record) -> dict[int, bool]:
     return out
 
 
+def _texts(m: Message) -> str:
+    out = []
+    for b in m.content:
+        v = b.text if isinstance(b, TextBlock) else b.hint if isinstance(b, HintBlock) else \
+            b.output if isinstance(b, ToolResultBlock) else ""
+        out.append(v if isinstance(v, str) else "".join(
+            p.text for p in v if isinstance(p, TextBlock)))
+    return "\n".join(out)
+
+
+def memory_position(req: Request, text: str) -> str:
+    """Where ``text`` (an item the harness reported reading) sits in a request: the system
+    prompt, before the question (the last user message with text), after it, or absent."""
+    if text in req.system or (req.summary and text in req.summary):
+        return "system prompt"
+    question = max((n for n, m in enumerate(req.messages) if m.role == "user"
+                    and any(isinstance(b, TextBlock) for b in m.content)), default=-1)
+    for n, m in enumerate(req.messages):
+        if text in _texts(m):
+            return "before the question" if n < question else \
+                "in the question" if n == question else "after the question"
+    return "absent"
+
+
+def memory_turns(rec: Record) -> dict[int, dict[str, Any]]:
+    """Per turn with a memory read: whose memory, the items' texts, and where each sits in the
+    answering request."""
+    out: dict[int, dict[str, Any]] = {}
+    for t in rec.of_type("turn"):
+        reads = rec.in_step(t["step"], "memory_read")
+        if not reads:
+            continue
+        texts = [it.get("text", "") for r in reads for it in r.get("items", [])]
+        call = turn_answer(rec, t)
+        req = rec.request(call["request"]) if call is not None else None
+        out[t["step"]] = {
+            "users": sorted({r["user"] for r in reads}), "items": texts,
+            "position": [memory_position(req, x) if req is not None else "no answering call"
+                         for x in texts]}
+    return out
+
+
+def memory_files(record: Path, rec: Record, harness: str) -> dict[str, str]:
+    """Each session user's MEMORY.md after the run, where each harness keeps it in the run's
+    workdir (``<record>.work``): the reference's ``memory/files/<agent>/<user>/`` and the
+    adapter's ``memory/agentscope/<agent>/<user>/Memory/``."""
+    mem = rec.header.get("harness", {}).get("memory")
+    if not isinstance(mem, Mapping) or mem.get("mode", "none") == "none":
+        return {}
+    work = record.with_suffix(".work")
+    agent = str(mem.get("agent_id", "assistant"))
+    out = {}
+    for user in sorted(set(session_users(rec).values())):
+        path = (memory_folder(work, agent, user) / "Memory" / "MEMORY.md"
+                if harness == "agentscope" else
+                MemoryFiles(work / "memory", agent).folder(user).root / "MEMORY.md")
+        text = path.read_text(encoding="utf-8").strip() if path.is_file() else ""
+        if text:
+            out[user] = text
+    return out
+
+
+def compare_memory(ref: Record, ags: Record, c: Comparison) -> None:
+    """The memory side of two records (the module docstring): reads per turn, write-back per
+    run, MEMORY.md per user on disk."""
+    def diff(where: str, what: str, x: Any, y: Any) -> None:
+        c.differences.append(Difference(c.scenario, c.variant, c.seed, where, what, x, y))
+
+    mr, ma = memory_turns(ref), memory_turns(ags)
+    for step in sorted(set(mr) | set(ma)):
+        x, y = mr.get(step, {}), ma.get(step, {})
+        for k in ("users", "items", "position"):
+            if x.get(k) != y.get(k):
+                diff(f"step {step}", f"memory {k}", x.get(k), y.get(k))
+    wr = {u: sorted(v) for u, v in extracted_items(ref, paths=False).items()}
+    wa = {u: sorted(v) for u, v in extracted_items(ags, paths=False).items()}
+    if wr != wa:
+        diff("run", "memory written", wr, wa)
+    if c.records:
+        fr = memory_files(Path(c.records["reference"]), ref, "reference")
+        fa = memory_files(Path(c.records["agentscope"]), ags, "agentscope")
+        if fr != fa:
+            diff("run", "MEMORY.md", fr, fa)
+
+
 def compare_records(ref: Record, ags: Record, c: Comparison) -> None:
     """Fill ``c`` with the per-call and per-turn comparison of two records."""
     def diff(where: str, what: str, x: Any, y: Any) -> None:
@@ -184,6 +286,7 @@ def compare_records(ref: Record, ags: Record, c: Comparison) -> None:
             diff(f"step {x['step']}", "outcome", ox, oy)
     if len(rt) != len(at):
         diff("run", "turns", len(rt), len(at))
+    compare_memory(ref, ags, c)
 
 
 def _inapplicable(sc: Scenario, variant: Variant, cli_set: Mapping[str, Any]) -> str | None:
@@ -248,7 +351,8 @@ def to_json(comparisons: list[Comparison]) -> dict[str, Any]:
 
 def short(v: Any, width: int = 100) -> str:
     """A value as one line of at most ``width`` characters (JSON unless a string)."""
-    s = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+    # A string's line breaks are shown escaped: one difference is one line of the report.
+    s = v.replace("\n", "\\n") if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
     return s if len(s) <= width else s[:width - 1] + "…"
 
 
