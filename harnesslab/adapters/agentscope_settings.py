@@ -13,8 +13,9 @@ Ignored: ``prompts`` (AgentScope always sends its own texts), ``codex`` and
 ``window_messages`` (settings of strategies it has not).
 
 Not applicable (the run is reported not applicable, with the reason; ``fidelity`` reports it):
-every other strategy, estimators other than bytes4, a memory mode other than none (the adapter
-does not wire AgentScope's memory middlewares), one runtime hint without the other,
+every other strategy, estimators other than bytes4, a memory mode without a wired middleware
+(``MEMORY_MODES``: agentic is AgenticMemoryMiddleware, ``agentscope_memory``) and
+``memory.key: named`` (the middlewares have no notion of users), one runtime hint without the other,
 retry_on_overflow, and a session clock whose UTC offset is not whole hours. A variant defined
 by an ignored setting alone is not applicable too (``HONOURS``).
 """

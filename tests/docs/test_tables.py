@@ -408,3 +408,50 @@ def test_a_page_table_row_naming_no_page_is_seen() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     gone = text.replace("[docs/memory.md](docs/memory.md)", "[docs/memories.md](docs/memories.md)")
     assert page_table_problems(gone) == ["docs/memories.md: no such page"]
+
+
+AS_MEMORY = "| memory mode | AgentScope middleware |"
+AS_RUNS = "| scenario | variant | AgenticMemoryMiddleware |"
+
+
+def as_memory_problems(text: str) -> list[str]:
+    """docs/agentscope-memory.md: the mode table names every memory mode, "yes" exactly for the
+    modes the adapter wires; the runs table lists every bundled variant that runs a wired mode."""
+    from harnesslab.adapters.agentscope_settings import MEMORY_MODES
+    from harnesslab.harness.memory import MEMORY_MODES as ALL
+    from harnesslab.scenario.settings import resolve_settings
+
+    problems = []
+    rows = {ticked(r[0])[0]: r[3] for r in table(text, AS_MEMORY)}
+    if set(rows) != set(ALL) - {"none"}:
+        problems.append(f"modes {sorted(rows)}")
+    wired = {m for m, w in rows.items() if w == "yes"}
+    if wired != set(MEMORY_MODES) - {"none"}:
+        problems.append(f"wired {sorted(wired)}")
+    want, exist = set(), set()
+    for p in sorted(bundled_dir().glob("*.yaml")):
+        sc = load_scenario(p)
+        for v in sc.variants:
+            exist.add((sc.id, v.name))
+            if resolve_settings(sc, v, {}).harness.memory.mode in wired:
+                want.add((sc.id, v.name))
+    listed = {(r[0], r[1]) for r in table(text, AS_RUNS)}
+    problems += [f"{s}/{v}: not listed" for s, v in sorted(want - listed)]
+    problems += [f"{s}/{v}: no such variant" for s, v in sorted(listed - exist)]
+    return problems
+
+
+def test_the_agentscope_memory_tables_match_the_adapter_and_the_suite() -> None:
+    assert as_memory_problems(page("agentscope-memory.md")) == []
+
+
+def test_an_agentscope_memory_row_lost_or_wrong_is_seen() -> None:
+    text = page("agentscope-memory.md")
+    assert as_memory_problems(without(text, "| memory-two-users-zh | agentic |")) == [
+        "memory-two-users-zh/agentic: not listed"]
+    wrong = text.replace("| - | not yet: not applicable, with the reason |\n| `background`",
+                         "| - | yes |\n| `background`")
+    assert as_memory_problems(wrong)[0] == "wired ['agentic', 'vector']"
+    named = text.replace("| memory-cost-next-day-zh | agentic |", "| memory-cost-next-day-zh | agentik |")
+    assert as_memory_problems(named) == ["memory-cost-next-day-zh/agentic: not listed",
+                                         "memory-cost-next-day-zh/agentik: no such variant"]
