@@ -271,9 +271,11 @@ def test_without_a_workdir_memory_lives_in_the_process() -> None:
     assert len(h.turn(WHERE_1).text) <= BRIEF_MAX_CHARS
 
 
-def test_the_agentscope_adapter_reports_memory_as_not_applicable() -> None:
+def test_the_agentscope_adapter_reports_unwired_memory_as_not_applicable() -> None:
     from harnesslab.adapters.agentscope_settings import not_applicable
 
     assert not_applicable(HarnessConfig()) == []
+    assert not_applicable(HarnessConfig(memory=MemorySettings(mode="agentic"))) == []
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="workspace"))) == [
-        "memory workspace: the adapter does not wire AgentScope's long-term memory middlewares"]
+        "memory workspace: the adapter does not wire an AgentScope middleware for it (agentic: "
+        "AgenticMemoryMiddleware)"]
