@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from harnesslab.messages import ToolResultBlock
+from harnesslab.messages import Request, ToolResultBlock
 from harnesslab.record.format import CALL_EVENTS, Record
 from harnesslab.scenario.schema import Expect, Scenario, UserStep, Variant
 from harnesslab.scenario.steps import FIDELITY, step_checks
+from harnesslab.sim.reading import View
+from harnesslab.sim.segments import Reader
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,40 @@ def stated_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[st
     return None
 
 
+def stated_now(request: Request | None, now: datetime) -> tuple[bool, str]:
+    """Whether ``request`` states ``now`` (the world's clock, in the user's zone) to
+    the minute, read as the fake model reads a time (``sim.times``: any form, in any message
+    but a tool result; the latest statement counts, a statement without a zone is in the
+    scenario's), with what it states. Read here from the recorded request, not from the fake
+    model's annotations, so a real model's run is judged alike."""
+    if request is None:
+        return False, "no request in this turn"
+    view = View(request, {}, {}, Reader({}, {}, now.tzinfo or UTC))
+    stated = view.now
+    if stated is None:
+        return False, "the request states no current time"
+    minute = now.replace(second=0, microsecond=0)
+    if stated.utcoffset() != now.utcoffset():
+        return False, f"states {stated.isoformat()}: not the user's zone (now {now.isoformat()})"
+    # A zone named beside the time must be the user's too (the latest a name it can read).
+    named = [z for _, z in view.zones(now) if z is not None]
+    if named and named[-1] != now.utcoffset():
+        return False, f"names the zone {_offset(named[-1])}, not the user's {_offset(now.utcoffset())}"
+    if stated.replace(second=0, microsecond=0) != minute:
+        return False, f"states {stated.isoformat()}, {_ago(now - stated)} (now {now.isoformat()})"
+    return True, f"states {stated.isoformat()}"
+
+
+def _offset(off: timedelta | None) -> str:
+    minutes = int((off or timedelta()).total_seconds() // 60)
+    return f"UTC{'+' if minutes >= 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _ago(delta: timedelta) -> str:
+    minutes = round(abs(delta.total_seconds()) / 60)
+    return f"{minutes} min {'behind' if delta.total_seconds() > 0 else 'ahead of'} now"
+
+
 def cited_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[str, Any] | None:
     """The fact an answer cites: the fake model's annotation, or read from a real model's
     answer (:func:`stated_fact`)."""
@@ -199,6 +235,11 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         text = rec.request_text(calls[-1]["request"]) if calls else ""
         missing = [s for s in expect.request_contains if s not in text]
         add("request_contains", not missing, f"missing {missing}" if missing else "present")
+    if expect.states_now is not None:
+        calls = [e for e in _turn_calls(rec, step) if "request" in e]
+        asked = last if last is not None else (calls[-1] if calls else None)
+        ok, detail = stated_now(rec.request(asked["request"]) if asked else None, now)
+        add("states_now", ok == expect.states_now, detail)
     if expect.unable is not None:
         # The model's could-not-check fails the turn on purpose here; the harness must not.
         why = ann.get("unable") if ann.get("kind") == "answer" else None

@@ -122,6 +122,11 @@ class Expect(_Strict):
                                  "answer or in any request of this turn")
     request_contains: list[str] = Field(default_factory=list, description="Strings present in "
                                         "the turn's last request")
+    states_now: bool | None = Field(default=None, description="The request that answered the "
+                                    "turn states the current time in the user's zone, to the "
+                                    "minute, in any form the fake model reads "
+                                    "(docs/understanding.md); a statement without a zone is "
+                                    "read in the scenario's")
     max_images: int | None = Field(default=None, ge=0, description="Images in any request of "
                                    "this turn, at most")
     min_images: int | None = Field(default=None, ge=0, description="Images in the turn's last "
@@ -139,8 +144,8 @@ class Expect(_Strict):
         for k in ("mentions", "not_mentions", "called", "not_called", "request_contains"):
             if getattr(self, k):
                 out.append(k)
-        for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "max_images",
-                  "min_images", "in_force", "unable"):
+        for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "states_now",
+                  "max_images", "min_images", "in_force", "unable"):
             if getattr(self, k) is not None:
                 out.append(k)
         return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, Literal
 
@@ -42,6 +42,7 @@ from harnesslab.sim.intents import (
     is_reference,
 )
 from harnesslab.sim.segments import Reader, Segment
+from harnesslab.sim.times import stated_zones
 
 __all__ = ["FACT_KEYS", "SUMMARY", "SYSTEM", "Fact", "Lang", "Utterance", "View",
            "current_index", "has_cjk", "item_name", "note", "phrase_patterns", "serialize",
@@ -334,6 +335,19 @@ class View:
     def now(self) -> datetime | None:
         times = [seg.times[-1][1] for _, seg in self._placed() if seg.times]
         return times[-1] if times else None
+
+    def zones(self, at: datetime) -> list[tuple[int, timedelta | None]]:
+        """The zones the request names outside tool results (``times.stated_zones``), each
+        offset at ``at``, in order. Not a cached reading of the fake model (it answers from the
+        times it reads): the judge's, over every message, marked or not."""
+        heads = [(0, self._heads[0]), (len(self.request.system) + 1, self._heads[1])]
+        out: list[tuple[int, timedelta | None]] = []
+        for off, seg in [*heads, *((self._base + st, sg) for st, sg in
+                                   zip(self._layout.starts, self._layout.segs, strict=True))]:
+            spans = [(r.start, r.start + len(r.text)) for r in seg.results]
+            out += [(off + p, z) for p, z in stated_zones(seg.text, at)
+                    if not any(a <= p < b for a, b in spans)]
+        return out
 
     @cached_property
     def facts(self) -> list[Fact]:

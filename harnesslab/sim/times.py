@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from email.utils import parsedate_to_datetime
 
-__all__ = ["TIME_RE", "parse_stated", "stated_times"]
+__all__ = ["TIME_RE", "ZONE_RE", "parse_stated", "stated_times", "stated_zones"]
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")
@@ -139,3 +139,30 @@ def stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
         t = parse_stated(raw, default)
         if t is not None:
             yield m.start(), t
+
+
+# A zone named on its own, beside a time or in place of one: ``<timezone>UTC+08:00</timezone>``
+# (the reference harness and AgentScope), ``Timezone: Asia/Shanghai``, ``Time zone is UTC-03:30``,
+# ``时区：UTC+8``; the value an offset, UTC/GMT/Z, or an IANA name.
+ZONE_RE = re.compile(
+    r"(?:<(?P<tagname>time[-_ ]?zone|tz)>[ \t]*(?P<tag>[^<\n]+?)[ \t]*</(?P=tagname)>)"
+    r"|(?:(?<![A-Za-z])(?:(?:the[ \t]+)?(?:user'?s[ \t]+|local[ \t]+)?time[ \t]?zone|时区)"
+    r"(?![A-Za-z])[ \t]*(?:is|=|:|：|是|为)[ \t]*(?P<labelled>[A-Za-z_]+/[A-Za-z0-9_/+-]+"
+    r"|(?:UTC|GMT)(?:[ \t]*[+-]\d{1,2}(?::?\d{2})?)?|[+-]\d{2}:?\d{2}|Z)(?![A-Za-z0-9/]))",
+    re.IGNORECASE)
+
+
+def stated_zones(text: str, at: datetime) -> Iterator[tuple[int, timedelta | None]]:
+    """Each zone ``text`` names (``ZONE_RE``): its start and its offset at ``at`` (None: a
+    name this machine's zone database does not know, read as no statement by callers)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    for m in ZONE_RE.finditer(text):
+        raw = (m.group("tag") or m.group("labelled")).strip()
+        zone = _zone(raw, UTC)
+        if zone is None and "/" in raw:
+            try:
+                zone = ZoneInfo(raw)
+            except (ZoneInfoNotFoundError, ValueError):
+                zone = None
+        yield m.start(), zone.utcoffset(at) if zone is not None else None

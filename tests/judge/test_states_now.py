@@ -1,0 +1,71 @@
+"""``states_now``: the answering request states the current time in the user's zone, in any
+form the fake model reads (docs/understanding.md), not only the reference harness's tags; the
+controls are a stale time, another zone, a time only a tool result states, and none at all."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from harnesslab.judge.checks import stated_now
+from harnesslab.messages import Message, Request, ToolCallBlock, ToolResultBlock
+
+NOW = datetime.fromisoformat("2026-11-28T10:50:00-03:30")
+
+
+def request(system: str, user: str = "And when will it arrive?", *extra: Message) -> Request:
+    return Request(system=system, summary="", messages=(*extra, Message.text("user", user)),
+                   tools=(), output_budget=512)
+
+
+@pytest.mark.parametrize("system", [
+    # the reference harness and AgentScope
+    "<current-time>2026-11-28T10:50:00-03:30</current-time>\n<timezone>UTC-03:30</timezone>",
+    # haystack's documented system prompt, agno's additional_context, llama-index's prefix
+    "You are a helpful agent.\nCurrent date and time: 2026-11-28T10:50:00-03:30",
+    "The current time is 2026-11-28 10:50:12.",
+    "Today is Saturday, November 28, 2026 10:50 AM.\nTimezone: America/St_Johns",
+    "现在是2026年11月28日 10:50",
+    "Current time: Sat, 28 Nov 2026 10:50:00 -0330",
+])
+def test_the_time_stated_in_any_read_form_and_zone_passes(system: str) -> None:
+    ok, detail = stated_now(request(system), NOW)
+    assert ok, detail
+
+
+@pytest.mark.parametrize(("system", "why"), [
+    ("Current time: 2026-11-28T10:10:00-03:30", "40 min behind now"),
+    ("<current-time>2026-11-28T10:50:00-03:30</current-time>\n<timezone>UTC-03:00</timezone>",
+     "names the zone UTC-03:00, not the user's UTC-03:30"),
+    ("<current-time>2026-11-28T10:50:00-03:30</current-time>\n<timezone>UTC+03:30</timezone>",
+     "names the zone UTC+03:30"),
+    ("Current time: 2026-11-28T14:20:00Z", "not the user's zone"),
+    ("You are a helpful agent.", "states no current time"),
+])
+def test_a_stale_time_another_zone_or_none_fails(system: str, why: str) -> None:
+    ok, detail = stated_now(request(system), NOW)
+    assert not ok and why in detail, detail
+
+
+def test_a_time_only_a_tool_result_states_is_not_now() -> None:
+    call = ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}')
+    result = ToolResultBlock("c1", "track_order",
+                             '{"status": "in_transit", "current_time": "2026-11-28T10:50:00-03:30"}')
+    tool_round = (Message("assistant", (call,)), Message("tool", (result,)))
+    ok, detail = stated_now(request("You are a helpful agent.", "Where is it?", *tool_round), NOW)
+    assert not ok, detail
+    # The same statement in the user's message is now (the control).
+    ok, detail = stated_now(request("", "[2026-11-28 10:50] Where is it?"), NOW)
+    assert ok, detail
+
+
+def test_the_latest_statement_counts() -> None:
+    old = Message.text("user", "Current time: 2026-11-28T10:00:00-03:30\nWhere is my order O-1001?")
+    ok, _ = stated_now(request("Current time: 2026-11-28T10:50:00-03:30", "Hi", old), NOW)
+    assert not ok  # the system prompt comes first; the user message's older time is the latest
+    ok, detail = stated_now(request("Current time: 2026-11-28T10:00:00-03:30", "Hi",
+                                    Message.text("user", "Current time: 2026-11-28T10:50:00-03:30")),
+                            NOW)
+    assert ok, detail
+    assert stated_now(None, NOW) == (False, "no request in this turn")
