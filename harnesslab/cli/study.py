@@ -119,7 +119,7 @@ def _cmd_fidelity(args: argparse.Namespace) -> int:
     if args.against == "codex-cli":
         from harnesslab.study import fidelity_turns as ft
 
-        pair = ft.codex_pair(ft.codex_program())
+        pair = ft.codex_pair()
         turns = ft.run_turn_fidelity(paths, pair, seeds=seeds, out_dir=Path(args.out),
                                      cli_set=parse_sets(args.set), variants=args.variant)
         if args.json:
@@ -164,7 +164,7 @@ def add_fidelity_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     f.add_argument("--against", choices=("agentscope", "codex-cli"), default="agentscope",
                    help="agentscope (default): the reference harness (prompts=agentscope) "
                    "against AgentScope 2.0.x, call by call; codex-cli: the reference harness's "
-                   "codex strategy against the real Codex CLI (examples/codex_agent.py, node and "
+                   "codex strategy against the real Codex CLI (harness=codex-cli, node and "
                    "the npm package), turn by turn: compactions, handoff, the request after, "
                    "the answer, the checks")
     f.set_defaults(func=_cmd_fidelity)

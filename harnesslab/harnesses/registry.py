@@ -1,5 +1,6 @@
 """Choosing the harness under test: a registered name (``reference``; adapters register their
-own, e.g. ``agentscope``), ``bug/<name>`` (the bug zoo, ``harnesslab.harnesses.bugs``),
+own, e.g. ``agentscope``; a registered program, e.g. ``codex-cli``, is a ``cmd:`` program by
+name), ``bug/<name>`` (the bug zoo, ``harnesslab.harnesses.bugs``),
 ``package.module:Class``, ``path/to/file.py:Class``, or ``cmd:COMMAND`` (a black-box program,
 ``harnesslab.adapters.cmd``).
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import shlex
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -31,6 +33,36 @@ def register_harness(name: str, loader: Callable[[], Any]) -> None:
     if ":" in name:
         raise ValueError(f"a harness name may not contain ':' (got {name!r})")
     HARNESSES[name] = loader
+
+
+# name -> the command of a black-box program shipped with the package (run as cmd:COMMAND)
+PROGRAMS: dict[str, Callable[[], str]] = {}
+
+
+def register_program(name: str, command: Callable[[], str]) -> None:
+    """Register a black-box program under ``name``: ``harness=name`` is ``cmd:command()``."""
+    if name in HARNESSES or name in PROGRAMS:
+        raise ValueError(f"harness {name!r} is already registered")
+    if ":" in name:
+        raise ValueError(f"a harness name may not contain ':' (got {name!r})")
+    PROGRAMS[name] = command
+
+
+def program_command(spec: str) -> str | None:
+    """The command of a black-box harness (``cmd:COMMAND`` or a registered program's name);
+    None for an in-process one. What the bench sees of a program is the wire, never its state."""
+    if spec.startswith("cmd:"):
+        return spec[4:]
+    make = PROGRAMS.get(spec)
+    return make() if make is not None else None
+
+
+def _module_command(module: str) -> Callable[[], str]:
+    return lambda: f"{shlex.quote(sys.executable)} -m {module}"
+
+
+# The real Codex CLI (node and npm @openai/codex; docs/codex.md).
+register_program("codex-cli", _module_command("harnesslab.adapters.codex_program"))
 
 
 def _reference() -> Any:
@@ -88,19 +120,21 @@ def load_harness(spec: str) -> Any:
             raise InputError(f"unknown bug {spec[4:]!r}; the zoo has {', '.join(BUGS)}",
                              field="harness")
         return bug.cls
-    if spec.startswith("cmd:"):
+    if (command := program_command(spec)) is not None:
         try:
             from harnesslab.adapters.cmd import cmd_harness
         except ImportError as e:
-            raise InputError(f"harness cmd: needs the serve extra ({e.name}): "
-                             "pip install 'harnesslab[serve]'", field="harness") from None
+            raise InputError(f"harness {spec.partition(':')[0]}: needs the serve extra "
+                             f"({e.name}): pip install 'harnesslab[serve]'",
+                             field="harness") from None
         try:
-            return cmd_harness(spec[4:])
+            return cmd_harness(command)
         except ValueError as e:
             raise InputError(str(e), field="harness") from None
     if ":" not in spec:
         if spec not in HARNESSES:
-            raise InputError(f"unknown harness {spec!r}; expected one of {', '.join(HARNESSES)}, "
+            raise InputError(f"unknown harness {spec!r}; expected one of "
+                             f"{', '.join([*HARNESSES, *PROGRAMS])}, "
                              "module:Class or path/to/file.py:Class", field="harness")
         try:
             return HARNESSES[spec]()

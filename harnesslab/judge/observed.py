@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from harnesslab.harnesses.registry import program_command
 from harnesslab.messages import (
     DataBlock,
     TextBlock,
@@ -66,7 +67,7 @@ MIN_SHARED = 12  # characters a kept reply must share with a later request
 
 def is_black_box(rec: Record) -> bool:
     """A record of a program under the bench (its harness setting is ``cmd:...``)."""
-    return str(rec.header.get("harness", {}).get("harness", "")).startswith("cmd:")
+    return program_command(str(rec.header.get("harness", {}).get("harness", ""))) is not None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 from harnesslab.errors import InputError, NotApplicable
 from harnesslab.harness.base import Harness
 from harnesslab.harness.honours import EVERY, honours_of
-from harnesslab.harnesses.registry import harness_label
+from harnesslab.harnesses.registry import harness_label, program_command
 from harnesslab.judge.checks import (
     NOT_APPLICABLE_WHY,
     UNREADABLE_WHY,
@@ -165,7 +165,7 @@ def key_settings(s: Settings) -> dict[str, Any]:
     reference harness's own settings (strategy, context size, trigger, estimator): they show
     as "-" for it; the service is the world's and applies to every harness."""
     h = s.harness
-    own = not h.harness.startswith("cmd:")
+    own = program_command(h.harness) is None
     return {"harness": harness_label(h.harness), "strategy": h.strategy if own else None,
             "context_size": h.context_size if own else None,
             "trigger_ratio": h.trigger_ratio if own else None,

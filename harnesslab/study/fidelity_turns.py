@@ -1,5 +1,6 @@
 """``harnesslab fidelity --against codex-cli``: the reference harness's ``codex`` strategy against
-the real Codex CLI (``examples/codex_agent.py``, a program over the wire), turn by turn.
+the real Codex CLI (``harness=codex-cli``: ``adapters/codex_program.py``, a program over the
+wire), turn by turn.
 
 A call-by-call comparison (``fidelity``'s AgentScope pairing) would say nothing here: Codex sends
 its own instructions (about 20k characters), skills and some twenty tools, so no request is
@@ -26,13 +27,11 @@ as in every run); so is one that sets a strategy other than ``codex`` for the re
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harnesslab.errors import InputError
 from harnesslab.judge.checks import CheckOutcome, turn_answer
 from harnesslab.judge.observed import is_black_box, observe
 from harnesslab.record.format import Record
@@ -46,7 +45,6 @@ from harnesslab.study.fidelity import short, tally
 _ANY_ID = re.compile("|".join(p.pattern for p in ID_PATTERNS.values()))
 ASPECTS = ("compactions", "handoff", "after", "answer", "checks")
 COSTS = ("model_calls", "compactions", "summary_tokens", "true_input_tokens")
-CODEX_PROGRAM = Path("examples") / "codex_agent.py"
 
 
 @dataclass(frozen=True)
@@ -59,21 +57,11 @@ class Pair:
     strategy: str          # the reference strategy the comparison is about
 
 
-def codex_program(cwd: Path | None = None) -> Path:
-    """``examples/codex_agent.py`` from the working folder, else next to the package (a
-    checkout's examples); bad input if neither has it."""
-    for base in (cwd or Path.cwd(), Path(__file__).resolve().parents[2]):
-        if (base / CODEX_PROGRAM).is_file():
-            return base / CODEX_PROGRAM
-    raise InputError(f"{CODEX_PROGRAM} not found in the working folder or the checkout: run from "
-                     "a harnesslab checkout (the program is not part of the package)",
-                     field="--against")
-
-
-def codex_pair(program: Path, *, turn_timeout: float = 300) -> Pair:
+def codex_pair(harness: str = "codex-cli", *, turn_timeout: float = 300) -> Pair:
+    """The reference harness's codex strategy against the real Codex CLI (``harness``: the
+    registered program, or a ``cmd:`` line running it with arguments)."""
     return Pair("codex-cli", {"harness": "reference", "strategy": "codex"},
-                {"harness": f"cmd:{sys.executable} {program}", "turn_timeout": turn_timeout},
-                "codex")
+                {"harness": harness, "turn_timeout": turn_timeout}, "codex")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from harnesslab.errors import InputError
 from harnesslab.record.format import Record
 from harnesslab.run.runner import run_variant
 from harnesslab.scenario.loader import bundled_dir, load_scenario
@@ -61,9 +60,8 @@ def test_a_variant_with_another_strategy_is_not_applicable(tmp_path: Path) -> No
     assert not (tmp_path / "reference").exists()  # nothing ran
 
 
-def test_the_codex_program_not_found_is_bad_input(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    assert ft.codex_program().name == "codex_agent.py"  # this checkout's examples
-    monkeypatch.setattr(ft, "CODEX_PROGRAM", Path("examples") / "no_such_agent.py")
-    with pytest.raises(InputError, match=r"no_such_agent\.py not found"):
-        ft.codex_program(tmp_path)
+def test_the_codex_pair_runs_the_registered_program() -> None:
+    pair = ft.codex_pair()
+    assert pair.other["harness"] == "codex-cli" and pair.reference["strategy"] == "codex"
+    assert ft.codex_pair("cmd:python examples/codex_agent.py --host-clock").other["harness"] \
+        .endswith("--host-clock")

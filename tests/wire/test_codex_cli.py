@@ -1,4 +1,4 @@
-"""The real Codex CLI under the bench (examples/codex_agent.py, slow: a Codex process per turn):
+"""The real Codex CLI under the bench (``harness=codex-cli``, slow: a Codex process per turn):
 its requests reach the fake model over the Responses wire, its MCP tools are offered and
 called, each turn resumes the session from Codex's own rollout, and its SQLite state indexes
 the thread. Skipped, with one line, when node or the codex binary is absent
@@ -20,7 +20,7 @@ from harnesslab.scenario.loader import bundled_dir, load_scenario
 from tests.wire.test_cmd import ROOT
 
 pytest.importorskip("mcp")
-EXAMPLE = ROOT / "examples" / "codex_agent.py"
+EXAMPLE = ROOT / "examples" / "codex_agent.py"  # the same program, run with arguments
 FOUND = [p for p in (shutil.which("codex"), "/work/codex-try/node_modules/.bin/codex",
                      ROOT / ".ci" / "node" / "node_modules" / ".bin" / "codex")
          if p and Path(p).exists()]
@@ -33,9 +33,10 @@ def _run(tmp_path: Path, scenario: str, *args: str) -> RunResult:
     path = bundled_dir() / f"{scenario}.yaml"
     sc = load_scenario(path)
     v = next(x for x in sc.variants if x.name == "default")
-    words = " ".join(("python", str(EXAMPLE), *args))
+    # The registered name; with arguments, the checkout's example (it runs the same program).
+    harness = f"cmd:{' '.join(('python', str(EXAMPLE), *args))}" if args else "codex-cli"
     return run_variant(sc, v, source=path, out_dir=tmp_path / "runs",
-                       cli_set={"harness": f"cmd:{words}", "turn_timeout": 300})
+                       cli_set={"harness": harness, "turn_timeout": 300})
 
 
 def _texts(rec: Record, call: dict) -> list[str]:
@@ -100,7 +101,7 @@ def test_fidelity_against_codex_turn_by_turn(tmp_path: Path, monkeypatch: pytest
     path = bundled_dir() / "stale-logistics-zh.yaml"
     sc = load_scenario(path)
     v = next(x for x in sc.variants if x.name == "default")
-    c = ft.compare_variant_turns(sc, v, ft.codex_pair(EXAMPLE), seed=0, source=path,
+    c = ft.compare_variant_turns(sc, v, ft.codex_pair(), seed=0, source=path,
                                  out_dir=tmp_path)
     assert c.not_applicable is None and c.differences == [], c.differences
     assert c.turns == c.turns_equal == 2
