@@ -129,26 +129,27 @@ def stated_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[st
     return None
 
 
-def stated_now(request: Request | None, now: datetime) -> tuple[bool, str]:
-    """Whether ``request`` states ``now`` (the world's clock, in the user's zone) to
-    the minute, read as the fake model reads a time (``sim.times``: any form, in any message
-    but a tool result; the latest statement counts, a statement without a zone is in the
-    scenario's), with what it states. Read here from the recorded request, not from the fake
-    model's annotations, so a real model's run is judged alike."""
+def stated_now(request: Request | None, now: datetime, *, zone: bool = False) -> tuple[bool, str]:
+    """Whether ``request`` states ``now`` (the world's clock) to the minute, read as the fake
+    model reads a time (``sim.times``: any form, in any message but a tool result; the latest
+    statement counts, one without a zone is in the scenario's), no zone it names is another
+    than the user's, and (``zone``) the time is given in the user's zone, by its offset or a
+    zone named beside it; with what it states. Read from the recorded request, not from the
+    fake model's annotations, so a real model's run is judged alike."""
     if request is None:
         return False, "no request in this turn"
     view = View(request, {}, {}, Reader({}, {}, now.tzinfo or UTC))
     stated = view.now
     if stated is None:
         return False, "the request states no current time"
-    minute = now.replace(second=0, microsecond=0)
-    if stated.utcoffset() != now.utcoffset():
-        return False, f"states {stated.isoformat()}: not the user's zone (now {now.isoformat()})"
-    # A zone named beside the time must be the user's too (the latest a name it can read).
+    user = now.utcoffset()
+    # A zone named beside the time must be the user's (the latest that names one it can read).
     named = [z for _, z in view.zones(now) if z is not None]
-    if named and named[-1] != now.utcoffset():
-        return False, f"names the zone {_offset(named[-1])}, not the user's {_offset(now.utcoffset())}"
-    if stated.replace(second=0, microsecond=0) != minute:
+    if named and named[-1] != user:
+        return False, f"names the zone {_offset(named[-1])}, not the user's {_offset(user)}"
+    if zone and stated.utcoffset() != user and not named:
+        return False, f"states {stated.isoformat()}: not in the user's zone {_offset(user)}"
+    if stated.replace(second=0, microsecond=0) != now.replace(second=0, microsecond=0):
         return False, f"states {stated.isoformat()}, {_ago(now - stated)} (now {now.isoformat()})"
     return True, f"states {stated.isoformat()}"
 
@@ -238,8 +239,9 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
     if expect.states_now is not None:
         calls = [e for e in _turn_calls(rec, step) if "request" in e]
         asked = last if last is not None else (calls[-1] if calls else None)
-        ok, detail = stated_now(rec.request(asked["request"]) if asked else None, now)
-        add("states_now", ok == expect.states_now, detail)
+        ok, detail = stated_now(rec.request(asked["request"]) if asked else None, now,
+                                zone=expect.states_now == "zone")
+        add("states_now", ok == bool(expect.states_now), detail)
     if expect.unable is not None:
         # The model's could-not-check fails the turn on purpose here; the harness must not.
         why = ann.get("unable") if ann.get("kind") == "answer" else None

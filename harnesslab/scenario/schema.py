@@ -122,11 +122,11 @@ class Expect(_Strict):
                                  "answer or in any request of this turn")
     request_contains: list[str] = Field(default_factory=list, description="Strings present in "
                                         "the turn's last request")
-    states_now: bool | None = Field(default=None, description="The request that answered the "
-                                    "turn states the current time in the user's zone, to the "
-                                    "minute, in any form the fake model reads "
-                                    "(docs/understanding.md); a statement without a zone is "
-                                    "read in the scenario's")
+    states_now: bool | Literal["zone"] | None = Field(
+        default=None, description="The request that answered the turn states the current time "
+        "to the minute, in any form the fake model reads (docs/understanding.md), and any zone "
+        "it names is the user's; \"zone\": stated in the user's zone too (its offset, a zone "
+        "named beside it, or none: the scenario's)")
     max_images: int | None = Field(default=None, ge=0, description="Images in any request of "
                                    "this turn, at most")
     min_images: int | None = Field(default=None, ge=0, description="Images in the turn's last "

@@ -30,7 +30,7 @@ def request(system: str, user: str = "And when will it arrive?", *extra: Message
     "Current time: Sat, 28 Nov 2026 10:50:00 -0330",
 ])
 def test_the_time_stated_in_any_read_form_and_zone_passes(system: str) -> None:
-    ok, detail = stated_now(request(system), NOW)
+    ok, detail = stated_now(request(system), NOW, zone=True)
     assert ok, detail
 
 
@@ -40,12 +40,23 @@ def test_the_time_stated_in_any_read_form_and_zone_passes(system: str) -> None:
      "names the zone UTC-03:00, not the user's UTC-03:30"),
     ("<current-time>2026-11-28T10:50:00-03:30</current-time>\n<timezone>UTC+03:30</timezone>",
      "names the zone UTC+03:30"),
-    ("Current time: 2026-11-28T14:20:00Z", "not the user's zone"),
     ("You are a helpful agent.", "states no current time"),
 ])
 def test_a_stale_time_another_zone_or_none_fails(system: str, why: str) -> None:
     ok, detail = stated_now(request(system), NOW)
     assert not ok and why in detail, detail
+
+
+def test_the_same_moment_in_another_zone_is_now_but_not_in_the_users_zone() -> None:
+    utc = "Current UTC time: 2026-11-28T14:20:00Z"
+    assert stated_now(request(utc), NOW)[0]  # the moment is right
+    ok, detail = stated_now(request(utc), NOW, zone=True)
+    assert not ok and "not in the user's zone UTC-03:30" in detail, detail
+    # Named beside it, the user's zone makes it the user's time (the control).
+    ok, detail = stated_now(request(utc + "\nTimezone: America/St_Johns"), NOW, zone=True)
+    assert ok, detail
+    # And a time without a zone is the scenario's, so it is in the user's zone.
+    assert stated_now(request("Current time: 2026-11-28 10:50"), NOW, zone=True)[0]
 
 
 def test_a_time_only_a_tool_result_states_is_not_now() -> None:

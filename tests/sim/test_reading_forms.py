@@ -184,7 +184,8 @@ def track(call: str, as_of: str) -> list[Message]:
     "Current time: 2026-11-29T10:00:00+08:00", "Current time: 2026-11-29T10:00:00",
     "Today is 2026-11-29 10:00", "现在是2026年11月29日 10:00", "当前时间：2026-11-29 10:00:00",
     "The current date and time is Sun, 29 Nov 2026 10:00:00 +0800.",
-    "Current datetime: 2026-11-29T02:00:00Z", "[2026-11-29 10:00] ",
+    "Current datetime: 2026-11-29T02:00:00Z", "Current UTC time: 2026-11-29 02:00:00 UTC",
+    "[2026-11-29 10:00] ",
     "Today is Sunday, November 29, 2026 10:00 AM."])
 def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
     old = track("c1", "2026-11-28T10:00:00+08:00")
