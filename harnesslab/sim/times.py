@@ -44,7 +44,8 @@ _EN = _WEEKDAY + r"?(?:" + _MONTH + r"[ \t]+\d{1,2}(?:st|nd|rd|th)?,?[ \t]+\d{4}
       + _MONTH + r",?[ \t]+\d{4})(?:,?[ \t]+(?:at[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?" \
       r"(?:[ \t]*[AaPp]\.?[Mm]\.?)?)?" + _ZONE + "?"
 _LABEL = r"(?:(?:the[ \t]+)?current[ \t]+(?:(?:local|utc|gmt|system)[ \t]+)?" \
-         r"(?:date[ \t]*(?:and|&|/)[ \t]*time|date[ \t]*time|datetime|time|date)|today(?:'s[ \t]+date)?|the[ \t]+time|" \
+         r"(?:date[ \t]*(?:and|&|/)[ \t]*time|date[ \t]*time|datetime|time|date)|" \
+         r"today(?:'s[ \t]+date)?|the[ \t]+time|" \
          r"(?:it[ \t]+is[ \t]+)?now|现在(?:时间)?|当前(?:时间|日期)|今天|北京时间)"
 # A labelled statement: the label, "is"/":"/"是" (or nothing), then one of the forms.
 TIME_RE = re.compile(
