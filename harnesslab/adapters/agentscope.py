@@ -107,6 +107,13 @@ class _Watch(MiddlewareBase):  # type: ignore[misc]
             yield item
 
 
+def _mem0_results(raw: Any) -> list[dict[str, Any]]:
+    # mem0 answers {"results": [...]} (or a bare list from older clients)
+    out = raw.get("results", []) if isinstance(raw, dict) else raw if isinstance(raw, list) \
+        else []
+    return [r for r in out if isinstance(r, dict)]
+
+
 class AgentScopeHarness:
     """AgentScope 2.0.x serving one verified session (module docstring)."""
 
@@ -153,6 +160,7 @@ class AgentScopeHarness:
                 time_format=AGENTSCOPE_TIME_FORMAT, time_interval=config.time_interval_hours),
             "react_config": ReActConfig(max_iters=config.max_iters)}
         self.system = config.system_prompt or DEFAULT.system
+        self.mem0: Any = None
         self._memory, memory_tools = self._memory_middleware()
         with self._active():
             offered = config.tools  # the deployment's tools, or the ones the setting names
@@ -184,9 +192,10 @@ class AgentScopeHarness:
 
     def _memory_middleware(self) -> tuple[list[Any], list[Any]]:
         """AgentScope's memory middleware the ``memory`` settings choose, over the verified
-        session user's folder, and the tools it needs (``agentscope_memory``)."""
+        session user's folder, and the tools it needs (``agentscope_memory``,
+        ``agentscope_mem0``)."""
         mem = self.cfg.memory
-        if mem.mode != "agentic":
+        if mem.mode not in ("agentic", "vector"):
             return [], []
         if self.ctx.workdir is None:  # no run folder: a private one, removed with the harness
             tmp = tempfile.TemporaryDirectory(prefix="harnesslab-agentscope-memory-")
@@ -194,15 +203,60 @@ class AgentScopeHarness:
             workdir = Path(tmp.name)
         else:
             workdir = self.ctx.workdir
+        if mem.mode == "vector":
+            return [self._mem0(workdir)], []
         self.memory_backend = BenchBackend(
             memory_folder(workdir, mem.agent_id, self.ctx.session.user), self.now)
         middleware, tools = agentic_memory(self.memory_backend)
         return [middleware], tools
 
+    def _mem0(self, workdir: Path) -> Any:
+        """AgentScope's Mem0Middleware for the verified session user, over the run folder's
+        local mem0 (``agentscope_mem0``)."""
+        from agentscope.middleware import Mem0Middleware
+
+        from harnesslab.adapters.agentscope_mem0 import mem0_store, observed
+
+        mem = self.cfg.memory
+        self.mem0 = mem0_store(workdir / "memory" / "mem0", lambda: BenchModel(
+            context_size=self.cfg.context_size, forward=self._forward_memory))
+        self.mem0.model._forward = self._forward_memory
+        client = observed(self.mem0.client, self._mem0_searched, self._mem0_added)
+        # The bench's threshold null is "the top_k best": mem0's widest is 0 (it accepts [0, 1];
+        # without one it applies 0.1).
+        return Mem0Middleware(user_id=self.ctx.session.user, client=client,
+                              mode="static_control", agent_id=mem.agent_id, top_k=mem.top_k,
+                              threshold=0.0 if mem.threshold is None else mem.threshold)
+
+    def _forward_memory(self, msgs: list[Any], tools: list[dict[str, Any]] | None,
+                        tool_choice: Any, estimate: int) -> tuple[Block, ...]:
+        """A call mem0 makes (its extraction), to this session's endpoint, purpose memory."""
+        meta: tuple[tuple[str, str], ...] = (("purpose", "memory"),)
+        req = self.model.formatter.request(
+            msgs, tools, has_summary=False, meta=meta, output_budget=self.cfg.output_budget,
+            session_id=self.ctx.session.id)
+        return self.ctx.endpoint.call(req, purpose="memory", estimate=estimate).blocks
+
+    def _mem0_searched(self, query: str, kwargs: dict[str, Any], raw: Any) -> None:
+        user = str(kwargs.get("filters", {}).get("user_id", ""))
+        self.ctx.sink.emit({"type": "memory_read", "mode": "vector", "user": user,
+                            "query": query, "items": [
+                                {"id": f"r{n}", "user": user, "kind": "item",
+                                 "text": str(r.get("memory", ""))}
+                                for n, r in enumerate(_mem0_results(raw))]})
+
+    def _mem0_added(self, kwargs: dict[str, Any], raw: Any) -> None:
+        user = str(kwargs.get("user_id", ""))
+        items = [{"id": f"w{n}", "user": user, "kind": "item", "event": str(r.get("event", "")),
+                  "text": str(r.get("memory", ""))} for n, r in enumerate(_mem0_results(raw))]
+        if items:
+            self.ctx.sink.emit({"type": "memory_write", "mode": "vector", "user": user,
+                                "items": items})
+
     def _memory_read(self) -> None:
         """What the memory middleware shows this turn, as the reference harness reports its
         own read: the verified user's MEMORY.md (appended to every system prompt)."""
-        if not self._memory:
+        if not self._memory or self.cfg.memory.mode != "agentic":
             return
         user = self.ctx.session.user
         try:
@@ -346,6 +400,8 @@ class AgentScopeHarness:
                          content=[am.TextBlock(text=text), *(from_part(i) for i in images)])
         self._failed_compaction = False
         self._memory_read()
+        if self.mem0 is not None:
+            self.mem0.model._forward = self._forward_memory  # this session's calls
         try:
             final = self._run(self._reply(msg))
         except Exception as e:

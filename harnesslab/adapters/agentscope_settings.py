@@ -14,8 +14,10 @@ Ignored: ``prompts`` (AgentScope always sends its own texts), ``codex`` and
 
 Not applicable (the run is reported not applicable, with the reason; ``fidelity`` reports it):
 every other strategy, estimators other than bytes4, a memory mode without a wired middleware
-(``MEMORY_MODES``: agentic is AgenticMemoryMiddleware, ``agentscope_memory``) and
-``memory.key: named`` (the middlewares have no notion of users), one runtime hint without the other,
+(``MEMORY_MODES``: agentic is AgenticMemoryMiddleware, ``agentscope_memory``; vector is
+Mem0Middleware, ``agentscope_mem0``), ``memory.key: named`` (the middlewares have no notion of
+users), the memory settings Mem0Middleware decides itself (``_MEM0_FIXED``) when a vector
+variant sets them, one runtime hint without the other,
 retry_on_overflow, and a session clock whose UTC offset is not whole hours. A variant defined
 by an ignored setting alone is not applicable too (``HONOURS``).
 """
@@ -25,15 +27,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnesslab.errors import NotApplicable
-from harnesslab.harness.config import HarnessConfig
+from harnesslab.harness.config import HarnessConfig, MemorySettings
 from harnesslab.harness.memory.items import safe_name
 
 __all__ = ["HONOURS", "MEMORY_MODES", "STRATEGIES", "NotApplicable", "memory_folder",
            "not_applicable"]
 
 STRATEGIES = ("structured", "offload")
+# What Mem0Middleware decides itself (memory.mode vector): a variant that sets one of these is
+# not applicable (at its default it is the middleware's own behaviour that is measured).
+_MEM0_FIXED = {
+    "position": "Mem0Middleware always puts retrieved memory right after the user's message",
+    "volatile": "mem0 has no notion of time-sensitive items (no re-verify note, no expiry)",
+    "volatile_policy": "mem0 has no notion of time-sensitive items (no re-verify note, no "
+                       "expiry)",
+    "ttl_hours": "mem0 keeps every item until it is deleted or updated",
+    "not_remembered": "mem0 remembers whatever its extraction returns from the exchange; the "
+                      "middleware cannot exclude a tool's results",
+}
 # The memory modes the adapter wires, and the AgentScope middleware each one is.
-MEMORY_MODES = {"none": "no middleware", "agentic": "AgenticMemoryMiddleware"}
+MEMORY_MODES = {"none": "no middleware", "agentic": "AgenticMemoryMiddleware",
+                "vector": "Mem0Middleware"}
 
 def memory_folder(workdir: Path, agent: str, user: str) -> Path:
     """Where one (agent, verified user)'s AgentScope memory lives in the run's workdir (the
@@ -64,7 +78,15 @@ def not_applicable(cfg: HarnessConfig) -> list[str]:
         out.append(f"memory {mem.mode}: the adapter does not wire an AgentScope middleware for "
                    "it (" + ", ".join(f"{k}: {v}" for k, v in MEMORY_MODES.items()
                                       if k != "none") + ")")
-    elif mem.mode != "none" and mem.key == "named":
+    elif mem.mode == "vector":
+        if mem.threshold is not None and mem.threshold < 0:
+            out.append(f"memory.threshold={mem.threshold}: mem0 accepts similarity thresholds "
+                       "in [0, 1] only")
+        default = MemorySettings()
+        for key, why in _MEM0_FIXED.items():
+            if getattr(mem, key) != getattr(default, key):
+                out.append(f"memory.{key}={getattr(mem, key)}: {why}")
+    if mem.mode in MEMORY_MODES and mem.mode != "none" and mem.key == "named":
         out.append("memory.key=named: AgentScope's memory middlewares have no notion of users; "
                    "the integrator fixes whose memory it is (its workdir) when the agent is "
                    "built, so it cannot follow the user id the model names")

@@ -3,7 +3,8 @@ when the run used memory (a ``memory`` setting, or any memory extraction call), 
 runs without memory stay as they were.
 
 What counts as a memory item is what the *model* answered to memory extraction requests
-(purpose ``memory``) or wrote to its memory file itself (``memory_write``, the reference's
+(purpose ``memory``: tool-call arguments, or the texts of a mem0-style JSON answer) or wrote to
+its memory file itself (``memory_write``, the reference's
 agentic mode; or the file-writing tool ``Write`` into the memory directory its instructions name,
 AgentScope's AgenticMemoryMiddleware: only the content, the path is the same for every user), as
 the bench recorded it, attributed to the verified user of the session that asked: a harness
@@ -75,7 +76,7 @@ def extracted_items(rec: Record, *, paths: bool = True) -> dict[str, set[str]]:
     for e in rec.of_type("model_call"):
         user = users.get(e["request"]["session_id"], rec.header["session_user"])
         if e["purpose"] == "memory":
-            out.setdefault(user, set()).update(_lines(e["reply"]))
+            out.setdefault(user, set()).update(_lines(e["reply"]) | _json_lines(e["reply"]))
         elif e["purpose"] == "reply":
             writes = [b for b in e["reply"] if b.get("type") == "tool_call"
                       and b.get("name") == MEMORY_WRITE_TOOL]
@@ -86,6 +87,24 @@ def extracted_items(rec: Record, *, paths: bool = True) -> dict[str, set[str]]:
                      and b.get("name") == FILE_WRITE_TOOL]
             if files:
                 out.setdefault(user, set()).update(_file_lines(rec, e, files))
+    return out
+
+
+def _json_lines(reply: list[dict[str, Any]]) -> set[str]:
+    """The texts of an extraction answered in words as mem0 asks for them: a JSON object whose
+    "memory" list holds objects with a "text" (sim.intents.MEMORY_JSON_RE)."""
+    out: set[str] = set()
+    for b in reply:
+        if b.get("type") != "text":
+            continue
+        try:
+            values = json.loads(b.get("text", ""))
+        except json.JSONDecodeError:
+            continue
+        items = values.get("memory") if isinstance(values, dict) else None
+        if isinstance(items, list):
+            out.update(str(i["text"]).strip() for i in items
+                       if isinstance(i, dict) and str(i.get("text", "")).strip())
     return out
 
 

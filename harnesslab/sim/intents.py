@@ -205,5 +205,9 @@ MEMORY_DIR_RE = re.compile(r"file-based memory system at `([^`\n]+)`")
 # preferences (constraint tags), their claims (claim tags, unverified) and the facts tool
 # results state (fact tags, with their as_of), one per line.
 MEMORY_FIELDS = ("preferences", "user_claims", "facts")
+# A memory extraction in words whose instructions show its output as a JSON object with a
+# "memory" list of {"id", "text"} objects (mem0's ADDITIVE_EXTRACTION_PROMPT) is answered in that
+# shape, one object per line it would have written.
+MEMORY_JSON_RE = re.compile(r'\{\s*"memory"\s*:\s*\[\s*\{\s*"id"\s*:\s*"[^"]*"\s*,\s*"text"\s*:')
 SEED_FIELDS = ("goal", "confirmed_facts", "unconfirmed_items", "next_step",
                "constraints_to_keep")

@@ -366,9 +366,15 @@ class FakeModel:
         (answered with a short fixed title), a memory extraction in words (answered with the
         preferences, claims and facts it sees, one tag a line), or a task the fake model
         cannot do (classification): then it says it could not read the request."""
-        if view.open_question()[1] is not None:
-            return None
         request = view.request
+        at_q, asked = view.open_question()
+        # An utterance quoted in a transcript (the user message is more than the utterance)
+        # under a system prompt asking for a memory extraction is no question to answer: the
+        # rule summary_request follows for a system instruction to summarise (mem0's
+        # extraction call quotes the exchange in its user message).
+        if asked is not None and not (at_q is not None and asks_in(request.system) == "memory"
+                                      and request.messages[at_q].plain_text() != asked[0]):
+            return None
         index = current_index(request)
         texts: list[tuple[int | None, str]] = [(None, request.system)]
         texts += [(n, m.plain_text()) for n, m in enumerate(request.messages) if m.role == "system"]

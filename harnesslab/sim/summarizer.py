@@ -43,6 +43,7 @@ from harnesslab.sim.intents import (
     HANDOFF_SUMMARY_MARKER,
     ID_PATTERNS,
     MEMORY_FIELDS,
+    MEMORY_JSON_RE,
     PIN_FIELDS,
     REF,
     SEED_FIELDS,
@@ -476,7 +477,11 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     props = list(MEMORY_FIELDS) if as_text else \
         _properties(request.tools[0]) if request.tools else []
     body = _render(form, loss.kept, lang, props)
-    if as_text and isinstance(body, dict):
+    if as_text and isinstance(body, dict) and MEMORY_JSON_RE.search(request.system):
+        lines = [ln for v in body.values() if v for ln in v.splitlines() if ln.strip()]
+        body = json.dumps({"memory": [{"id": str(n), "text": t} for n, t in enumerate(lines)]},
+                          ensure_ascii=False)
+    elif as_text and isinstance(body, dict):
         body = "\n".join(v for v in body.values() if v) or (
             "没有需要记住的内容。" if lang == "zh" else "Nothing to remember.")
     if asked_json is not None and isinstance(body, str):

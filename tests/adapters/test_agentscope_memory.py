@@ -88,10 +88,17 @@ def test_what_the_adapter_cannot_express_is_not_applicable() -> None:
     def reasons(**memory: object) -> list[str]:
         return not_applicable(HarnessConfig.model_validate({"memory": memory}))
 
-    assert reasons(mode="agentic") == []
+    assert reasons(mode="agentic") == reasons(mode="vector") == []
     assert any("memory.key=named" in r for r in reasons(mode="agentic", key="named"))
-    for mode in ("vector", "workspace", "background"):
+    assert any("memory.key=named" in r for r in reasons(mode="vector", key="named"))
+    for mode in ("workspace", "background"):
         assert any(f"memory {mode}" in r for r in reasons(mode=mode))
+    # What mem0 decides itself, set by a variant: not applicable, each with its reason.
+    for key, value in (("position", "before_question"), ("volatile", ["get_order"]),
+                       ("volatile_policy", "expire"), ("ttl_hours", 48),
+                       ("not_remembered", []), ("threshold", -0.5)):
+        assert any(f"memory.{key}=" in r for r in reasons(mode="vector", **{key: value})), key
+    assert reasons(mode="vector", threshold=0.3, top_k=2, agent_id="bot") == []
 
 
 def test_the_backend_stays_in_its_folder(tmp_path: Path) -> None:
@@ -141,3 +148,83 @@ def test_fidelity_lists_the_memory_differences_and_catches_a_changed_file(tmp_pa
     again = Comparison(c.scenario, c.variant, 0, records=c.records)
     compare_memory(Record.load(c.records["reference"]), Record.load(c.records["agentscope"]), again)
     assert [d.what for d in again.differences if d.where == "run"] == ["MEMORY.md"]
+
+
+# --- Mem0Middleware behind memory.mode vector (the mem0 extra) ---------------------------------
+
+PREFERENCE = bundled_dir() / "memory-preference-next-day-zh.yaml"
+
+
+def _mem0() -> None:
+    # Not imported here: the adapter switches mem0's telemetry off and sets its home first.
+    import importlib.util
+
+    if importlib.util.find_spec("mem0") is None:
+        pytest.skip("the mem0 extra is not installed: pip install -e '.[agentscope,mem0]'")
+
+
+def test_mem0_remembers_the_preference_for_the_next_session(tmp_path: Path) -> None:
+    _mem0()
+    rec, path = _run(PREFERENCE, "default", tmp_path)
+    assert all(c["passed"] for c in rec.of_type("check"))
+    # mem0's extraction went to the fake model (purpose memory), answered in mem0's JSON shape.
+    calls = [e for e in rec.of_type("model_call") if e["purpose"] == "memory"]
+    assert calls and "Memory Extractor" in rec.request(calls[0]["request"]).system
+    assert json.loads(calls[0]["reply"][0]["text"]) == {
+        "memory": [{"id": "0", "text": "[constraint:brevity]"}]}
+    # The extraction prompt's dates are the simulated clock's, not the host's.
+    first = rec.request(calls[0]["request"]).messages[-1].plain_text()
+    assert "## Observation Date\n2026-11-28" in first and "## Current Date\n2026-11-28" in first
+    writes = rec.of_type("memory_write")
+    assert writes[0]["items"][0]["text"] == "[constraint:brevity]" and writes[0]["user"] == "U-1"
+    # The next day's answer had it, injected right after the question (Mem0Middleware.on_reply).
+    reads = [r for r in rec.of_type("memory_read") if r["items"]]
+    assert reads and reads[-1]["items"][0]["text"] == "[constraint:brevity]"
+    answer = rec.of_type("model_call")[-2]
+    msgs = rec.request(answer["request"]).messages
+    q = max(n for n, m in enumerate(msgs) if m.role == "user" and m.plain_text())
+    assert any("[constraint:brevity]" in _text(m) for m in msgs[q + 1:])
+    assert (path.with_suffix(".work") / "memory" / "mem0" / "qdrant").is_dir()
+    assert rec.of_type("result")[0]["metrics"]["memory_items"] >= 1
+
+
+def _text(m: object) -> str:
+    from harnesslab.study.fidelity import _texts
+
+    return _texts(m)  # type: ignore[arg-type]
+
+
+def test_mem0_control_without_memory_the_preference_is_lost(tmp_path: Path) -> None:
+    _mem0()
+    rec, _ = _run(PREFERENCE, "no-memory", tmp_path)
+    assert {c["id"] for c in rec.of_type("check") if not c["passed"]} == {"s4.max_chars"}
+    assert not any(e["purpose"] == "memory" for e in rec.of_type("model_call"))
+
+
+def test_mem0_keeps_users_apart_and_writes_the_same_record_twice(tmp_path: Path) -> None:
+    _mem0()
+    rec, a = _run(TWO_USERS, "default", tmp_path / "a")
+    _, b = _run(TWO_USERS, "default", tmp_path / "b")
+    assert a.read_bytes() == b.read_bytes()
+    m = rec.of_type("result")[0]["metrics"]
+    assert m["cross_user_memory_items"] == 0 and m["identity_leaks"] == 0
+    assert m["memory_items"] > 0  # mem0's JSON answers are counted as items
+    for r in rec.of_type("memory_read"):
+        session_user = {e["session"]: e["user"] for e in rec.of_type("session")}
+        assert all(i["user"] == r["user"] for i in r["items"])
+    assert session_user
+
+
+def test_without_the_extra_vector_is_one_line_with_the_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from harnesslab.adapters import agentscope_mem0
+
+    monkeypatch.setitem(sys.modules, "mem0", None)  # import mem0 fails
+    monkeypatch.setitem(sys.modules, "mem0.configs.prompts", None)
+    monkeypatch.setattr(agentscope_mem0, "_STORES", type(agentscope_mem0._STORES)())
+    sc = load_scenario(PREFERENCE)
+    res = run_variant(sc, sc.variants[0], out_dir=tmp_path, cli_set={"harness": "agentscope"})
+    assert res.error is not None and "pip install -e '.[agentscope,mem0]'" in res.error
+    assert "\n" not in res.error.strip()

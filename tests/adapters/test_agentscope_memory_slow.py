@@ -45,8 +45,32 @@ def test_fidelity_lists_only_the_explained_differences(
           str(tmp_path), "--json"])
     out = json.loads(capsys.readouterr().out)
     done = [r for r in out["runs"] if r["not_applicable"] is None]
-    # The four scenarios with an agentic variant (the spoof scenario's default is agentic); the
-    # vector defaults are not applicable.
-    assert len(done) == 4
-    assert {d["what"] for r in done for d in r["differences"]} <= EXPLAINED
-    assert all(r["turns"] == r["turns_equal"] for r in done)
+    # The four scenarios with an agentic variant (the spoof scenario's default is agentic) ...
+    agentic = [r for r in done if r["variant"] == "agentic"
+               or r["scenario"] == "memory-agentic-spoof-write-zh"]
+    assert len(agentic) == 4
+    assert {d["what"] for r in agentic for d in r["differences"]} <= EXPLAINED
+    assert all(r["turns"] == r["turns_equal"] for r in agentic)
+    # ... and, with the mem0 extra, the vector defaults: the same users read everywhere, the
+    # answers the same but where docs/agentscope-memory.md traces a failure to Mem0Middleware.
+    vector = [r for r in done if r not in agentic]
+    assert not any(d["what"] == "memory users" for r in vector for d in r["differences"])
+    assert sorted(r["scenario"] for r in vector if r["turns"] != r["turns_equal"]) == (
+        ["memory-injection-position-zh", "memory-recall-top-k-zh"] if vector else [])
+
+
+def test_mem0_runs_the_memory_scenarios_with_only_the_documented_failures(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("mem0") is None:  # not imported: the adapter configures it first
+        pytest.skip("the mem0 extra is not installed: pip install -e '.[agentscope,mem0]'")
+    code = main(["run", *MEMORY, "--set", "harness=agentscope", "--variant", "default",
+                 "--out", str(tmp_path), "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    ran = [r for r in rows if not r["not_applicable"]]
+    assert len(ran) == 9 and code == 1
+    # docs/agentscope-memory.md: both traced to Mem0Middleware (memory after the question; the
+    # write-back of texts only, top_k counting the preference).
+    assert sorted(r["scenario"] for r in ran if not r["expected"]) == [
+        "memory-injection-position-zh", "memory-recall-top-k-zh"]

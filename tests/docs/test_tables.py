@@ -411,7 +411,7 @@ def test_a_page_table_row_naming_no_page_is_seen() -> None:
 
 
 AS_MEMORY = "| memory mode | AgentScope middleware |"
-AS_RUNS = "| scenario | variant | AgenticMemoryMiddleware |"
+AS_RUNS = "| scenario | variant | mode | through AgentScope |"
 
 
 def as_memory_problems(text: str) -> list[str]:
@@ -449,9 +449,10 @@ def test_an_agentscope_memory_row_lost_or_wrong_is_seen() -> None:
     text = page("agentscope-memory.md")
     assert as_memory_problems(without(text, "| memory-two-users-zh | agentic |")) == [
         "memory-two-users-zh/agentic: not listed"]
-    wrong = text.replace("| - | not yet: not applicable, with the reason |\n| `background`",
-                         "| - | yes |\n| `background`")
-    assert as_memory_problems(wrong)[0] == "wired ['agentic', 'vector']"
+    wrong = text.replace("| - | not yet: not applicable, with the reason |\n| `vector`",
+                         "| - | yes |\n| `vector`")
+    assert as_memory_problems(wrong)[0] == "wired ['agentic', 'vector', 'workspace']"
     named = text.replace("| memory-cost-next-day-zh | agentic |", "| memory-cost-next-day-zh | agentik |")
+    assert named != text
     assert as_memory_problems(named) == ["memory-cost-next-day-zh/agentic: not listed",
                                          "memory-cost-next-day-zh/agentik: no such variant"]

@@ -276,6 +276,7 @@ def test_the_agentscope_adapter_reports_unwired_memory_as_not_applicable() -> No
 
     assert not_applicable(HarnessConfig()) == []
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="agentic"))) == []
+    assert not_applicable(HarnessConfig(memory=MemorySettings(mode="vector"))) == []
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="workspace"))) == [
         "memory workspace: the adapter does not wire an AgentScope middleware for it (agentic: "
-        "AgenticMemoryMiddleware)"]
+        "AgenticMemoryMiddleware, vector: Mem0Middleware)"]

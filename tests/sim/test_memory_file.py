@@ -75,3 +75,32 @@ def test_the_reference_form_is_unchanged() -> None:
                           tools=(mw,)))
     assert write is not None and json.loads(write.input) == {
         "path": "MEMORY.md", "content": "[constraint:brevity]"}
+
+
+# --- a memory extraction over a quoted transcript, answered in mem0's JSON shape -----------------
+
+MEM0_SYSTEM = ("You are a Memory Extractor. Do NOT extract new memories from Existing Memories.\n"
+               'Output:\n{"memory": [\n  {"id": "0", "text": "User\'s name is Marcus"}\n]}')
+TRANSCRIPT = f"## New Messages\nuser: {ASK}\nassistant: 好的，我记下了。\n\n# Output:"
+
+
+def _text(req: Request) -> str:
+    (b,) = MODEL.reply(req).blocks
+    assert isinstance(b, TextBlock)
+    return b.text
+
+
+def test_a_memory_extraction_over_a_quoted_transcript_is_answered_in_mem0s_shape() -> None:
+    req = Request(system=MEM0_SYSTEM, messages=(Message("user", (TextBlock(TRANSCRIPT),)),))
+    assert json.loads(_text(req)) == {"memory": [{"id": "0", "text": "[constraint:brevity]"}]}
+
+
+def test_controls_without_the_shape_lines_without_the_ask_the_question() -> None:
+    user = (Message("user", (TextBlock(TRANSCRIPT),)),)
+    plain = "You are a Memory Extractor. Do NOT extract new memories from Existing Memories."
+    assert _text(Request(system=plain, messages=user)) == "[constraint:brevity]"
+    # No memory ask in the instructions: the quoted utterance is the question, answered.
+    assert _text(Request(system="You are helpful.", messages=user)) != "[constraint:brevity]"
+    # The utterance alone is plainly the question, whatever the instructions ask.
+    alone = (Message("user", (TextBlock(ASK),)),)
+    assert "memory" not in _text(Request(system=MEM0_SYSTEM, messages=alone))
