@@ -129,6 +129,14 @@ def stated_fact(rec: Record, call: dict[str, Any] | None, reply: str) -> dict[st
     return None
 
 
+def _answering_request(rec: Record, step: int, last: dict[str, Any] | None) -> Request | None:
+    """The request that gave the turn's answer, else the turn's last request (a turn without
+    an answer), else None."""
+    calls = [e for e in _turn_calls(rec, step) if "request" in e]
+    asked = last if last is not None else (calls[-1] if calls else None)
+    return rec.request(asked["request"]) if asked is not None else None
+
+
 def stated_now(request: Request | None, now: datetime, *, zone: bool = False) -> tuple[bool, str]:
     """Whether ``request`` states ``now`` (the world's clock) to the minute, read as the fake
     model reads a time (``sim.times``: any form, in any message but a tool result; the latest
@@ -152,6 +160,13 @@ def stated_now(request: Request | None, now: datetime, *, zone: bool = False) ->
     if stated.replace(second=0, microsecond=0) != now.replace(second=0, microsecond=0):
         return False, f"states {stated.isoformat()}, {_ago(now - stated)} (now {now.isoformat()})"
     return True, f"states {stated.isoformat()}"
+
+
+def removal_noted(request: Request) -> str | None:
+    """The latest notice of removed conversation in ``request`` (``sim.notices``, outside
+    tool results), or None."""
+    found = View(request, {}, {}, Reader({}, {})).notices()
+    return found[-1][1] if found else None
 
 
 def _offset(off: timedelta | None) -> str:
@@ -237,11 +252,14 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         missing = [s for s in expect.request_contains if s not in text]
         add("request_contains", not missing, f"missing {missing}" if missing else "present")
     if expect.states_now is not None:
-        calls = [e for e in _turn_calls(rec, step) if "request" in e]
-        asked = last if last is not None else (calls[-1] if calls else None)
-        ok, detail = stated_now(rec.request(asked["request"]) if asked else None, now,
+        ok, detail = stated_now(_answering_request(rec, step, last), now,
                                 zone=expect.states_now == "zone")
         add("states_now", ok == bool(expect.states_now), detail)
+    if expect.notes_removed is not None:
+        asked = _answering_request(rec, step, last)
+        notice = removal_noted(asked) if asked is not None else None
+        add("notes_removed", (notice is not None) == expect.notes_removed,
+            f"notes: {notice!r}" if notice else "no request notes removed messages")
     if expect.unable is not None:
         # The model's could-not-check fails the turn on purpose here; the harness must not.
         why = ann.get("unable") if ann.get("kind") == "answer" else None

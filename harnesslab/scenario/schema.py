@@ -127,6 +127,10 @@ class Expect(_Strict):
         "to the minute, in any form the fake model reads (docs/understanding.md), and any zone "
         "it names is the user's; \"zone\": stated in the user's zone too (its offset, a zone "
         "named beside it, or none: the scenario's)")
+    notes_removed: bool | None = Field(default=None, description="The request that answered the "
+                                       "turn tells the model that earlier messages were removed "
+                                       "(a truncation notice, in any wording the bench reads: "
+                                       "docs/understanding.md)")
     max_images: int | None = Field(default=None, ge=0, description="Images in any request of "
                                    "this turn, at most")
     min_images: int | None = Field(default=None, ge=0, description="Images in the turn's last "
@@ -145,6 +149,7 @@ class Expect(_Strict):
             if getattr(self, k):
                 out.append(k)
         for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "states_now",
+                  "notes_removed",
                   "max_images", "min_images", "in_force", "unable"):
             if getattr(self, k) is not None:
                 out.append(k)

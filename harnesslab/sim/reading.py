@@ -41,6 +41,7 @@ from harnesslab.sim.intents import (
     Slot,
     is_reference,
 )
+from harnesslab.sim.notices import removal_notices
 from harnesslab.sim.segments import Reader, Segment
 from harnesslab.sim.times import stated_zones
 
@@ -336,18 +337,29 @@ class View:
         times = [seg.times[-1][1] for _, seg in self._placed() if seg.times]
         return times[-1] if times else None
 
-    def zones(self, at: datetime) -> list[tuple[int, timedelta | None]]:
-        """The zones the request names outside tool results (``times.stated_zones``), each
-        offset at ``at``, in order. Not a cached reading of the fake model (it answers from the
-        times it reads): the judge's, over every message, marked or not."""
+    def outside_results(self) -> Iterator[tuple[int, str]]:
+        """Every segment's text with its offset, tool results cut out (a tool's output is not
+        the harness's words), marked or not: for the judge's readings (``zones``, notices)."""
         heads = [(0, self._heads[0]), (len(self.request.system) + 1, self._heads[1])]
-        out: list[tuple[int, timedelta | None]] = []
         for off, seg in [*heads, *((self._base + st, sg) for st, sg in
                                    zip(self._layout.starts, self._layout.segs, strict=True))]:
-            spans = [(r.start, r.start + len(r.text)) for r in seg.results]
-            out += [(off + p, z) for p, z in stated_zones(seg.text, at)
-                    if not any(a <= p < b for a, b in spans)]
-        return out
+            at = 0
+            for r in sorted(seg.results, key=lambda r: r.start):
+                yield off + at, seg.text[at:r.start]
+                at = r.start + len(r.text)
+            yield off + at, seg.text[at:]
+
+    def zones(self, at: datetime) -> list[tuple[int, timedelta | None]]:
+        """The zones the request names outside tool results (``times.stated_zones``), each
+        offset at ``at``, in order. Not a reading the fake model answers from (it answers from
+        the times it reads): the judge's."""
+        return [(off + p, z) for off, text in self.outside_results()
+                for p, z in stated_zones(text, at)]
+
+    def notices(self) -> list[tuple[int, str]]:
+        """The notices of removed conversation outside tool results (``notices``), in order."""
+        return [(off + p, words) for off, text in self.outside_results()
+                for p, words in removal_notices(text)]
 
     @cached_property
     def facts(self) -> list[Fact]:
