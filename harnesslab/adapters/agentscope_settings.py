@@ -34,6 +34,12 @@ __all__ = ["HONOURS", "MEMORY_MODES", "STRATEGIES", "NotApplicable", "memory_fol
            "not_applicable"]
 
 STRATEGIES = ("structured", "offload")
+# Why a mode has no middleware here (docs/agentscope-memory.md).
+_UNWIRED = {
+    "workspace": "the adapter does not wire ReMeMiddleware (reme-ai) yet",
+    "background": "AgentScope 2.0.11 has no middleware that consolidates a user's queued "
+                  "sessions later",
+}
 # What Mem0Middleware decides itself (memory.mode vector): a variant that sets one of these is
 # not applicable (at its default it is the middleware's own behaviour that is measured).
 _MEM0_FIXED = {
@@ -75,9 +81,9 @@ def not_applicable(cfg: HarnessConfig) -> list[str]:
                    "summary only (structured, or offload with an offloader)")
     mem = cfg.memory
     if mem.mode not in MEMORY_MODES:
-        out.append(f"memory {mem.mode}: the adapter does not wire an AgentScope middleware for "
-                   "it (" + ", ".join(f"{k}: {v}" for k, v in MEMORY_MODES.items()
-                                      if k != "none") + ")")
+        out.append(f"memory {mem.mode}: " + _UNWIRED.get(
+            mem.mode, "the adapter does not wire an AgentScope middleware for it") + " (wired: "
+            + ", ".join(f"{k}: {v}" for k, v in MEMORY_MODES.items() if k != "none") + ")")
     elif mem.mode == "vector":
         if mem.threshold is not None and mem.threshold < 0:
             out.append(f"memory.threshold={mem.threshold}: mem0 accepts similarity thresholds "

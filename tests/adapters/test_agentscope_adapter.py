@@ -44,8 +44,10 @@ def test_one_setting_chooses_it() -> None:
     ({"estimator": "o200k_base"}, "estimator o200k_base"),
     ({"time_hint": False}, "time_hint=false with context_length_hint=true"),
     ({"retry_on_overflow": True}, "retry_on_overflow"),
-    ({"memory": {"mode": "workspace"}}, "memory workspace: the adapter does not wire an "
-                                        "AgentScope middleware for it"),
+    ({"memory": {"mode": "workspace"}}, r"memory workspace: the adapter does not wire "
+                                        r"ReMeMiddleware \(reme-ai\) yet"),
+    ({"memory": {"mode": "background"}}, "memory background: AgentScope 2.0.11 has no "
+                                         "middleware"),
     ({"memory": {"mode": "vector", "position": "before_question"}},
      "memory.position=before_question: Mem0Middleware always puts retrieved memory"),
     ({"memory": {"mode": "agentic", "key": "named"}}, "memory.key=named: AgentScope's memory "

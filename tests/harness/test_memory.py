@@ -278,5 +278,5 @@ def test_the_agentscope_adapter_reports_unwired_memory_as_not_applicable() -> No
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="agentic"))) == []
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="vector"))) == []
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="workspace"))) == [
-        "memory workspace: the adapter does not wire an AgentScope middleware for it (agentic: "
-        "AgenticMemoryMiddleware, vector: Mem0Middleware)"]
+        "memory workspace: the adapter does not wire ReMeMiddleware (reme-ai) yet (wired: "
+        "agentic: AgenticMemoryMiddleware, vector: Mem0Middleware)"]
