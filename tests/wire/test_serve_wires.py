@@ -6,11 +6,14 @@ streaming and not, each API's own over-window error; and the bodies every wire r
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harnesslab.record.format import Record
 from tests.wire.support import Q1, serving
@@ -230,3 +233,33 @@ def test_a_body_no_record_can_hold_is_a_400_and_the_record_stays_whole(tmp_path:
     assert ids[0].endswith("1") and ids[1].endswith("2")  # call numbering intact
     rec = Record.load(tmp_path / "session1.jsonl")  # whole: it loads, and holds the two calls
     assert len(rec.of_type("model_call")) == 2
+
+
+_JSON = st.recursive(
+    st.none() | st.integers() | st.text(max_size=6)
+    | st.sampled_from(["\ud800", "\udfff", '"[{', "\\", "\\ud800", "😀"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.text(max_size=3) | st.sampled_from(["\udc00", "[{\""]), inner, max_size=3),
+    max_leaves=12)
+
+
+@given(body=_JSON, ascii_only=st.booleans(), deep=st.sampled_from([0, 0, 196, 197, 198, 199]))
+def test_the_byte_scan_passes_a_body_only_where_the_walk_does(body: Any, ascii_only: bool,
+                                                              deep: int) -> None:
+    """body_problem's fast path over the raw bytes (serve_app._plain) lets a body through
+    only when the walk over its values finds nothing (lone surrogates escaped or encoded,
+    brackets inside strings, nesting at and just over MAX_DEPTH), and does let through every
+    body the walk passes that holds no surrogate at all (so it is not a walk every time)."""
+    from harnesslab.adapters.serve_app import _plain, body_problem
+
+    doc: Any = body
+    for _ in range(deep):
+        doc = [doc]
+    raw = json.dumps({"m": doc}, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    parsed = json.loads(raw)
+    walked = body_problem(parsed)
+    assert body_problem(parsed, raw) == walked
+    if walked is not None:
+        assert not _plain(raw)
+    elif not re.search(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]", raw):
+        assert _plain(raw)
