@@ -14,10 +14,19 @@ compaction and summary token (``tests/wire/test_reference_program.py``).
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
+
+if __name__ == "__main__":
+    # Served from a fork of a process that imported the harness once (adapters.zygote), as
+    # long as one can serve it; else below, in this process.
+    from harnesslab.adapters import zygote
+
+    zygote.launch("harnesslab.adapters.reference_program")
+
+import json
+import select
+import socket
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -104,6 +113,7 @@ class _Http:
         if length is None:  # not what the bench's server sends for a JSON answer
             raise HttpError(f"{method} {path}: HTTP {status} without a Content-Length")
         body = self._exactly(int(length))
+        _alive()
         if headers.get("connection", "").lower() == "close":
             self.close()
         return status, json.loads(body)
@@ -139,6 +149,17 @@ class _Http:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+def _alive() -> None:
+    """A worker of the zygote whose program was killed ends before it takes in any answer
+    (adapters.zygote): the launcher's pipe has ended by the time the bench answers."""
+    fd = _ALIVE
+    if fd is not None and select.select([fd], [], [], 0)[0]:
+        os._exit(137)
+
+
+_ALIVE: int | None = None
 
 
 class _Model:
@@ -196,6 +217,9 @@ class _NoEvents:
 
 
 def main() -> None:
+    global _ALIVE
+    alive = os.environ.get("HARNESSLAB_ZYGOTE_ALIVE")
+    _ALIVE = int(alive) if alive else None
     inp = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_IN"]), encoding="utf-8")
     out = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_OUT"]), "w", encoding="utf-8")
     base = os.environ["HARNESSLAB_TOOLS_URL"].removesuffix("/harnesslab/tools")

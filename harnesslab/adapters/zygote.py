@@ -1,0 +1,318 @@
+"""The reference harness as a program starts from a fork server: its start-up optimisation
+(docs/black-box.md, "The reference harness as a program"). Standard library only: the
+launcher must cost no more than an interpreter's start.
+
+A program process pays for importing the reference harness (pydantic and its models) before
+its first turn, about five times what the interpreter costs to start, and a run starts one
+process per instance (restarts, kills, instances). So the first program a bench process starts
+also starts a fork server (the zygote): it imports the harness once and forks a worker per
+program from that state, which no worker has touched (a fresh process state per instance,
+as an exec gives: nothing of a previous instance is in it).
+
+The process the bench starts (the launcher) stays the program to the bench: it hands the
+zygote its stdin, stdout, stderr and protocol channel descriptors, its environment and its
+folder, and the worker forked for it serves on them. The launcher then only waits: it exits
+as the worker exits (the same code or signal), a SIGTERM (SIGINT, SIGHUP) it gets is passed
+on, and when it is SIGKILLed the worker ends too, before it acts on anything more: the worker
+holds a pipe whose other end only the launcher holds; a thread of the worker exits the moment
+that pipe ends, and the worker's HTTP client looks at it before it takes in any answer (the
+bench answers the call it killed the program in only after the kill), so a killed program's
+worker never acts on that answer, as a killed process would not.
+
+The zygote lives as long as the bench process that started its first launcher (its parent),
+answers only its own user, and is keyed by the interpreter, the harnesslab folder and the
+size and time of every source file in it (an edited harness gets a new zygote). Its CPU and
+its workers' are not the bench process's children's (the zygote is not its child):
+:func:`cpu_seconds` reports them, and the black-box benchmark adds them.
+``HARNESSLAB_ZYGOTE=0`` turns it off: each program imports the harness itself.
+"""
+
+from __future__ import annotations
+
+# What the launcher needs and the interpreter has not loaded anyway (site loads pathlib and
+# re): subprocess, threading and traceback are imported where they are used (the zygote's
+# start; the zygote has them for its workers), hashlib not at all.
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+OFF_ENV = "HARNESSLAB_ZYGOTE"
+ALIVE_ENV = "HARNESSLAB_ZYGOTE_ALIVE"  # the worker's end of the launcher's pipe
+_CHANNEL = ("HARNESSLAB_PROTOCOL_IN", "HARNESSLAB_PROTOCOL_OUT")
+_MAX_FDS = 8
+_START_TIMEOUT = 60.0
+
+
+def _key(module: str) -> str:
+    import harnesslab
+
+    root = Path(harnesslab.__file__).parent
+    parts = [f"{sys.executable}\0{module}\0{root}"]
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in sorted(it, key=lambda e: e.name):
+                if e.is_dir(follow_symlinks=False) and e.name != "__pycache__":
+                    stack.append(e.path)
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    parts.append(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}")
+    # Not a secret, a version: which sources the zygote imported.
+    data = "\n".join(parts).encode()
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(parts)}"
+
+
+def _address(module: str, owner: int) -> str:
+    # An abstract socket: no file to clean up; the peer's uid is checked on every connection.
+    return f"\0harnesslab-zygote-{os.getuid()}-{owner}-{_key(module)}"
+
+
+def _send(conn: socket.socket, obj: dict[str, Any], fds: list[int] | None = None) -> None:
+    data = json.dumps(obj).encode()
+    frame = struct.pack("!I", len(data)) + data
+    if fds:
+        socket.send_fds(conn, [frame], fds)
+    else:
+        conn.sendall(frame)
+
+
+def _recv(conn: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """One frame and the descriptors that came with it; None at end of stream."""
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, _MAX_FDS)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    while len(data) < 4 or len(data) < 4 + struct.unpack("!I", data[:4])[0]:
+        more = conn.recv(1 << 16)
+        if not more:
+            for fd in fds:
+                os.close(fd)
+            return None, []
+        data += more
+    n = struct.unpack("!I", data[:4])[0]
+    return json.loads(data[4:4 + n]), fds
+
+
+def _connect(address: str) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(address)
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def _zygote(module: str, owner: int) -> socket.socket | None:
+    """A connection to the zygote of ``owner`` (a bench process), started if there is none."""
+    address = _address(module, owner)
+    conn = _connect(address)
+    if conn is not None:
+        return conn
+    import subprocess
+
+    ready_r, ready_w = os.pipe()
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "harnesslab.adapters.zygote", module, str(owner),
+             str(ready_w)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, pass_fds=(ready_w,), start_new_session=True)
+    except OSError:
+        os.close(ready_r)
+        return None
+    finally:
+        os.close(ready_w)
+    # Until it listens (or another launcher's zygote won the address): scheduling, not
+    # semantics.
+    with contextlib.suppress(OSError):
+        if select.select([ready_r], [], [], _START_TIMEOUT)[0]:
+            os.read(ready_r, 1)
+    os.close(ready_r)
+    return _connect(address)
+
+
+def launch(module: str) -> None:
+    """Serve this program from a worker forked by the zygote, and exit as it exits; returns
+    only when no zygote can serve it (then the caller runs the program itself)."""
+    if os.environ.get(OFF_ENV, "1") == "0" or not hasattr(os, "pidfd_open"):
+        return  # off, or not Linux: no pidfds to follow the processes by
+    try:
+        channel = [int(os.environ[k]) for k in _CHANNEL]
+    except (KeyError, ValueError):
+        channel = []
+    conn = _zygote(module, os.getppid())
+    if conn is None:
+        return
+    alive_r, alive_w = os.pipe()
+    try:
+        _send(conn, {"env": dict(os.environ), "cwd": os.getcwd(), "channel": len(channel)},
+              [0, 1, 2, alive_r, *channel])
+        reply, _ = _recv(conn)
+    except OSError:
+        reply = None
+    os.close(alive_r)
+    if reply is None or "pid" not in reply:
+        conn.close()
+        os.close(alive_w)
+        return  # no worker was started: the program runs here
+    # The worker holds the bench's pipes now: this process lets go of them, so that they end
+    # when the worker does.
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    for fd in channel:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    worker = os.pidfd_open(reply["pid"])
+
+    def forward(sig: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(worker, sig)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, forward)
+    try:
+        status, _ = _recv(conn)
+    except OSError:
+        status = None
+    code = int(status["code"]) if status is not None else 1
+    if code < 0:  # the worker died of a signal: so does the program
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    os._exit(code)
+
+
+def cpu_seconds(module: str = "harnesslab.adapters.reference_program") -> float:
+    """CPU seconds of this process's zygote and the workers it reaped (0 when it has none)."""
+    conn = _connect(_address(module, os.getpid()))
+    if conn is None:
+        return 0.0
+    with conn:
+        _send(conn, {"stats": True})
+        reply, _ = _recv(conn)
+    return float(reply["cpu"]) if reply else 0.0
+
+
+# -- the zygote -----------------------------------------------------------------------------------
+def _worker(entry: Any, request: dict[str, Any], fds: list[int]) -> None:
+    """In the forked child: take the launcher's descriptors, environment and folder, serve."""
+    for target, fd in zip((0, 1, 2), fds[:3], strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    alive, channel = fds[3], fds[4:]
+    env = dict(request["env"])
+    for name, fd in zip(_CHANNEL, channel, strict=False):
+        env[name] = str(fd)
+    env[ALIVE_ENV] = str(alive)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(request["cwd"])
+
+    def watch() -> None:
+        # Only the launcher holds the other end and never writes: the read ends when it dies.
+        with contextlib.suppress(OSError):
+            os.read(alive, 1)
+        os._exit(137)
+
+    import threading
+    import traceback
+
+    threading.Thread(target=watch, daemon=True).start()
+    code = 1
+    try:
+        entry()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        if not isinstance(e.code, int | None):
+            print(e.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()  # as the interpreter would, had the program been started alone
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(module: str, owner: int, ready: int) -> None:
+    import gc
+    import importlib
+    import threading  # noqa: F401  (for the workers, which start a thread each)
+    import traceback  # noqa: F401
+
+    entry = importlib.import_module(module).main  # the one import of the harness
+    # What the import built stays out of the collector's passes: a worker's first full pass
+    # would otherwise write to every object's header and so copy every page it shares.
+    gc.freeze()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(_address(module, owner))
+        parent = os.pidfd_open(owner)
+    except OSError:
+        os.close(ready)  # another zygote has the address, or the bench is gone
+        return
+    listener.listen(64)
+    os.write(ready, b"1")
+    os.close(ready)
+    workers: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, launcher connection)
+    while True:
+        readable, _, _ = select.select([listener.fileno(), parent, *workers], [], [])
+        if parent in readable:  # the bench process is gone: so are its programs
+            for pidfd, (pid, _conn) in workers.items():
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            return
+        for pidfd in [p for p in readable if p in workers]:
+            pid, conn = workers.pop(pidfd)
+            _, status = os.waitpid(pid, 0)
+            with contextlib.suppress(OSError):
+                _send(conn, {"code": os.waitstatus_to_exitcode(status)})
+            conn.close()
+            os.close(pidfd)
+        if listener.fileno() not in readable:
+            continue
+        conn, _ = listener.accept()
+        uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                  struct.calcsize("3i")))[1]
+        request, fds = _recv(conn) if uid == os.getuid() else (None, [])
+        if request is None or (not request.get("stats") and len(fds) < 4):
+            for fd in fds:
+                os.close(fd)
+            conn.close()
+            continue
+        if request.get("stats"):
+            me, kids = (os.times()[:2]), os.times()[2:4]
+            _send(conn, {"cpu": sum(me) + sum(kids)})
+            conn.close()
+            continue
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            os.close(parent)
+            for pidfd, (_pid, other) in workers.items():
+                os.close(pidfd)
+                other.close()
+            conn.close()
+            _worker(entry, request, fds)
+        for fd in fds:
+            os.close(fd)
+        # A launcher gone already: its worker's pipe has ended, and the worker ends too.
+        with contextlib.suppress(OSError):
+            _send(conn, {"pid": pid})
+        workers[os.pidfd_open(pid)] = (pid, conn)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

@@ -1,0 +1,124 @@
+"""The reference harness as a program, served from a fork of the zygote (adapters.zygote):
+each program is a fresh worker of its own; a SIGKILL of the program the bench started ends its
+worker, a SIGTERM is passed on, a shutdown line ends both; HARNESSLAB_ZYGOTE=0 serves in the
+program's own process (the control: then no worker exists)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from harnesslab.adapters import zygote
+from harnesslab.adapters.program import Program
+
+WORDS = [sys.executable, "-m", "harnesslab.adapters.reference_program"]
+HELLO = {"type": "hello", "protocol": 2, "session": "s1", "user": "U-1", "workdir": None,
+         "now": "2026-01-05T09:00:00+08:00", "instance": 1, "settings": {}}
+
+
+class _Tools(BaseHTTPRequestHandler):
+    """The tool schemas the harness asks for when it is built: none."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        body = json.dumps({"tools": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def tools_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Tools)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/harnesslab/tools"
+    server.shutdown()
+
+
+def _zygote_children() -> set[int]:
+    """The workers of this process's zygote (none when it has no zygote)."""
+    out: set[int] = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            words = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"harnesslab.adapters.zygote" in words and str(os.getpid()).encode() in words:
+            for task in (proc / "task").iterdir():
+                out |= {int(x) for x in (task / "children").read_text().split()}
+    return out
+
+
+def _start(tmp_path: Path, url: str, **extra: str) -> tuple[Program, int | None]:
+    """A program and the worker forked for it (None: no new worker)."""
+    before = _zygote_children()
+    env = {**os.environ, "OPENAI_API_KEY": secrets.token_hex(8), "PYTHONUNBUFFERED": "1",
+           "HARNESSLAB_TOOLS_URL": url, **extra}
+    program = Program(WORDS, env, timeout=60, logs=tmp_path / f"p-{secrets.token_hex(4)}")
+    assert program.ask(HELLO, "hello") == {"type": "hello", "honours": ["*"]}
+    new = _zygote_children() - before
+    assert len(new) <= 1, new
+    return program, next(iter(new), None)
+
+
+def _harness_loaded(pid: int) -> bool:
+    """Whether the process imported the harness (pydantic's compiled core is mapped)."""
+    return "pydantic_core" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
+def test_each_program_is_a_fresh_worker_and_its_kill_and_stop_are_real(
+        tmp_path: Path, tools_url: str) -> None:
+    a, wa = _start(tmp_path, tools_url)
+    b, wb = _start(tmp_path, tools_url)
+    assert wa is not None and wb is not None and wa != wb  # a worker forked for each
+    assert not _harness_loaded(a.proc.pid) and _harness_loaded(wa)  # the launcher stays light
+    a.kill()  # SIGKILL of the process the bench started
+    assert a.proc.returncode == -signal.SIGKILL
+    assert _gone(wa), "the killed program's worker lives on"
+    assert not _gone(wb, within=0.2)  # the other program's is untouched
+    b.stop()  # a shutdown line: the worker ends, and the program with its code
+    assert b.proc.returncode == 0 and _gone(wb)
+    c, wc = _start(tmp_path, tools_url)
+    assert wc is not None
+    c.proc.terminate()  # passed on to the worker; the program ends as it does
+    assert c.proc.wait(10) == -signal.SIGTERM and _gone(wc)
+    c.stop()
+    assert zygote.cpu_seconds() > 0  # the zygote's and its workers' CPU, for the benchmark
+
+
+def test_with_the_zygote_off_the_program_serves_itself(tmp_path: Path,
+                                                       tools_url: str) -> None:
+    program, worker = _start(tmp_path, tools_url, HARNESSLAB_ZYGOTE="0")
+    assert worker is None and _harness_loaded(program.proc.pid)  # it serves itself
+    program.stop()
+    assert program.proc.returncode == 0
