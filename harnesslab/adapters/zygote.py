@@ -29,20 +29,26 @@ its workers' are not the bench process's children's (the zygote is not its child
 
 from __future__ import annotations
 
-# What the launcher needs and the interpreter has not loaded anyway (site loads pathlib and
-# re): subprocess, threading and traceback are imported where they are used (the zygote's
-# start; the zygote has them for its workers), hashlib not at all.
+# What the launcher needs and the interpreter has not loaded anyway (site loads pathlib,
+# contextlib and re): the C modules. socket (its enums), subprocess, threading and traceback
+# are imported where they are used (the zygote's start; the zygote has them for its
+# workers); the frames are marshal's (one interpreter on both ends: the key names it).
+import _socket
+import array
 import contextlib
-import json
+import marshal
 import os
 import select
 import signal
-import socket
 import struct
 import sys
 import zlib
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing is a tenth of the launcher's start
+if TYPE_CHECKING:
+    import socket
+    from typing import Any
 
 OFF_ENV = "HARNESSLAB_ZYGOTE"
 ALIVE_ENV = "HARNESSLAB_ZYGOTE_ALIVE"  # the worker's end of the launcher's pipe
@@ -75,35 +81,48 @@ def _address(module: str, owner: int) -> str:
     return f"\0harnesslab-zygote-{os.getuid()}-{owner}-{_key(module)}"
 
 
-def _send(conn: socket.socket, obj: dict[str, Any], fds: list[int] | None = None) -> None:
-    data = json.dumps(obj).encode()
+def _send(conn: _socket.socket, obj: dict[str, Any], fds: list[int] | None = None) -> None:
+    data = marshal.dumps(obj)
     frame = struct.pack("!I", len(data)) + data
-    if fds:
-        socket.send_fds(conn, [frame], fds)
-    else:
-        conn.sendall(frame)
+    if fds:  # the first part of the frame carries them (as socket.send_fds does)
+        sent = conn.sendmsg([frame], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
+                                       array.array("i", fds))])
+        frame = frame[sent:]
+    while frame:
+        frame = frame[conn.send(frame):]
 
 
-def _recv(conn: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+def _recv(conn: _socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     """One frame and the descriptors that came with it; None at end of stream."""
-    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, _MAX_FDS)
+    data, ancillary, _, _ = conn.recvmsg(1 << 16, _socket.CMSG_LEN(_MAX_FDS * 4))
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    fds_list = list(fds)
+    return _frame(conn, data, fds_list), fds_list if data else []
+
+
+def _frame(conn: _socket.socket, data: bytes, fds: list[int]) -> dict[str, Any] | None:
     if not data:
         for fd in fds:
             os.close(fd)
-        return None, []
+        return None
     while len(data) < 4 or len(data) < 4 + struct.unpack("!I", data[:4])[0]:
         more = conn.recv(1 << 16)
         if not more:
             for fd in fds:
                 os.close(fd)
-            return None, []
+            fds.clear()
+            return None
         data += more
     n = struct.unpack("!I", data[:4])[0]
-    return json.loads(data[4:4 + n]), fds
+    obj = marshal.loads(data[4:4 + n])
+    return obj if isinstance(obj, dict) else None
 
 
-def _connect(address: str) -> socket.socket | None:
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _connect(address: str) -> _socket.socket | None:
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.connect(address)
     except OSError:
@@ -112,7 +131,7 @@ def _connect(address: str) -> socket.socket | None:
     return conn
 
 
-def _zygote(module: str, owner: int) -> socket.socket | None:
+def _zygote(module: str, owner: int) -> _socket.socket | None:
     """A connection to the zygote of ``owner`` (a bench process), started if there is none."""
     address = _address(module, owner)
     conn = _connect(address)
@@ -197,9 +216,11 @@ def cpu_seconds(module: str = "harnesslab.adapters.reference_program") -> float:
     conn = _connect(_address(module, os.getpid()))
     if conn is None:
         return 0.0
-    with conn:
+    try:
         _send(conn, {"stats": True})
         reply, _ = _recv(conn)
+    finally:
+        conn.close()
     return float(reply["cpu"]) if reply else 0.0
 
 
@@ -248,6 +269,7 @@ def _worker(entry: Any, request: dict[str, Any], fds: list[int]) -> None:
 def serve(module: str, owner: int, ready: int) -> None:
     import gc
     import importlib
+    import socket
     import threading  # noqa: F401  (for the workers, which start a thread each)
     import traceback  # noqa: F401
 
