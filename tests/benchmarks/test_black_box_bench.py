@@ -2,7 +2,8 @@
 as a program (``python -m harnesslab.adapters.reference_program``, over the loopback wire)
 against the same suite in process, as a ratio of CPU time in one run. The program's CPU counts
 too: each program is waited for, so ``os.times()`` holds it under the children's times.
-Program start-up is paid once per run (one process per instance, kept for every turn).
+Program start-up is paid once per instance (one process per instance, kept for every turn); the
+zygote's CPU and its workers' are added (they are not this process's children).
 
     pytest -m benchmark tests/benchmarks/test_black_box_bench.py -s
 """
@@ -18,16 +19,16 @@ from harnesslab.scenario.loader import bundled_dir, load_scenario
 
 from .conftest import collector_paused, report
 
-# The issue's target is 3x, out of reach for this program (docs/performance.md, "A black-box
-# run"): the suite starts 248 programs, and each start of the reference harness costs about
-# 0.19 s CPU before any turn (25 ms the interpreter, most of the rest pydantic, which its
-# settings are built on): 47 s, six times the suite in process. Even a program that only
-# answers the protocol (json and socket) pays 33 ms a start, 8 s in all. Measured 9.3x
-# (in process 10.5 s, through the program 98.2 s, on the shared machine under load; 14.3x
-# before the wrapper dropped httpx and the bench matched resent messages by content). The
-# limit, about 1.5x that, guards against getting worse.
+# The issue's target is 3x (docs/black-box.md, "What a black-box run costs"). Each of the
+# suite's 296 programs is a process the bench starts: the reference harness as a program starts
+# from a fork server (adapters/zygote.py), so a program is an interpreter's start (the
+# launcher, about 37 ms) and a forked worker (about 29 ms, mostly the harness's own turns).
+# Measured 3.56x and 3.65x on the shared machine (in process 10.2 s and 9.1 s, through the
+# program 36.3 s and 33.2 s), 7.5x to 9.3x before the fork server (each program imported the
+# harness, pydantic and all, and went through the interpreter's finalisation). The limit sits
+# between the two, well clear of the load's spread.
 TARGET = 3.0
-LIMIT = 14.0
+LIMIT = 5.5
 WRAPPER = "cmd:python -m harnesslab.adapters.reference_program"
 
 
