@@ -53,7 +53,9 @@ from typing import Any
 
 from harnesslab.harnesses.registry import program_command
 from harnesslab.messages import (
+    Block,
     DataBlock,
+    Message,
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
@@ -188,8 +190,9 @@ def observe(rec: Record) -> Observed:
             # pin board, a hint, a summary kept as a message) changes as its harness likes. A
             # message that grew in place (AgentScope's reply message gaining a call, its
             # result, the answer) is an extension, not a removal.
+            grown = _grown_into(rec, added)
             removed = [h for h in hashes[a] if h not in kept_now and is_conversation(h)
-                       and not any(_grew(rec, h, x) for x in added)]
+                       and not grown(h)]
             # What the model answered to ``a`` is conversation too, though no main-line
             # request has shown it yet: a harness that compacts right after each answer or
             # tool call (Codex, whenever its own prompt is over its limit) summarises it away
@@ -310,6 +313,36 @@ def _conversation(rec: Record) -> Callable[[str], bool]:
         return known[h]
 
     return conversation
+
+
+def _first_text(m: Message) -> Block | None:
+    return next((b for b in m.content if not isinstance(b, DataBlock)), None)
+
+
+def _grown_into(rec: Record, added: list[str]) -> Callable[[str], bool]:
+    """Whether a message grew into one of ``added`` (:func:`_grew`). Tried only against those
+    that could be it, found by content: one grown in place begins with the old one's first
+    block, one edited in its data blocks with its first other block (a removal tried against
+    every added message cost a quadratic share of a black-box run's judging)."""
+    by_start: dict[tuple[str, Block], list[str]] = {}
+    roles = set()
+    for x in added:
+        n = rec.message(x)
+        roles.add(n.role)
+        for b in {n.content[0] if n.content else None, _first_text(n)} - {None}:
+            by_start.setdefault((n.role, b), []).append(x)  # type: ignore[arg-type]
+
+    def grown(h: str) -> bool:
+        o = rec.message(h)
+        if not o.content:  # an empty message is the start of any of its role
+            return o.role in roles
+        tried = {*by_start.get((o.role, o.content[0]), ())}
+        first = _first_text(o)
+        if first is not None:
+            tried.update(by_start.get((o.role, first), ()))
+        return any(_grew(rec, h, x) for x in tried)
+
+    return grown
 
 
 def _grew(rec: Record, old: str, new: str) -> bool:
