@@ -29,26 +29,26 @@ its workers' are not the bench process's children's (the zygote is not its child
 
 from __future__ import annotations
 
-# What the launcher needs and the interpreter has not loaded anyway (site loads pathlib,
-# contextlib and re): the C modules. socket (its enums), subprocess, threading and traceback
-# are imported where they are used (the zygote's start; the zygote has them for its
-# workers); the frames are marshal's (one interpreter on both ends: the key names it).
+# What the launcher needs: C modules only (adapters/launcher.py runs it without site, where
+# nothing but os is loaded before it; pathlib, contextlib and array's collections.abc would
+# cost it a third of that start, and each C module is a shared library to load, so struct's
+# and select's are the zygote's). socket and signal (their enums), subprocess, threading and
+# traceback are imported where they are used (the zygote's start; the zygote has them for
+# its workers); the frames are marshal's (one interpreter on both ends: the key names it).
+# Hence try/except where contextlib.suppress would do.
 import _socket
-import array
-import contextlib
 import marshal
 import os
-import select
-import signal
-import struct
 import sys
 import zlib
-from pathlib import Path
 
 TYPE_CHECKING = False  # not typing's: importing typing is a tenth of the launcher's start
 if TYPE_CHECKING:
+    import signal as _signal  # its names, typed: _signal is what it re-exports
     import socket
     from typing import Any
+else:
+    import _signal
 
 OFF_ENV = "HARNESSLAB_ZYGOTE"
 ALIVE_ENV = "HARNESSLAB_ZYGOTE_ALIVE"  # the worker's end of the launcher's pipe
@@ -57,12 +57,25 @@ _MAX_FDS = 8
 _START_TIMEOUT = 60.0
 
 
-def _key(module: str) -> str:
-    import harnesslab
+# The harnesslab folder, from this file's place in it (the launcher puts that beside site's
+# paths, and both must name the same zygote).
+_ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
-    root = Path(harnesslab.__file__).parent
+
+def command(module: str = "harnesslab.adapters.reference_program") -> str:
+    """The lightest command that starts ``module`` as a program (its ``main``) from a worker of
+    the zygote: adapters/launcher.py, without site (``-S -I``: site and an editable install's
+    finder are half a launcher's CPU). With no zygote to serve it, the launcher becomes
+    ``python -m module``."""
+    import shlex
+
+    return f"python -S -I {shlex.quote(os.path.join(_ROOT, 'adapters', 'launcher.py'))} {module}"
+
+
+def _key(module: str) -> str:
+    root = _ROOT
     parts = [f"{sys.executable}\0{module}\0{root}"]
-    stack = [str(root)]
+    stack = [root]
     while stack:
         with os.scandir(stack.pop()) as it:
             for e in sorted(it, key=lambda e: e.name):
@@ -83,10 +96,10 @@ def _address(module: str, owner: int) -> str:
 
 def _send(conn: _socket.socket, obj: dict[str, Any], fds: list[int] | None = None) -> None:
     data = marshal.dumps(obj)
-    frame = struct.pack("!I", len(data)) + data
+    frame = len(data).to_bytes(4, "big") + data
     if fds:  # the first part of the frame carries them (as socket.send_fds does)
         sent = conn.sendmsg([frame], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS,
-                                       array.array("i", fds))])
+                                       b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds))])
         frame = frame[sent:]
     while frame:
         frame = frame[conn.send(frame):]
@@ -95,11 +108,11 @@ def _send(conn: _socket.socket, obj: dict[str, Any], fds: list[int] | None = Non
 def _recv(conn: _socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
     """One frame and the descriptors that came with it; None at end of stream."""
     data, ancillary, _, _ = conn.recvmsg(1 << 16, _socket.CMSG_LEN(_MAX_FDS * 4))
-    fds = array.array("i")
+    fds_list: list[int] = []
     for level, kind, payload in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
-    fds_list = list(fds)
+            fds_list += [int.from_bytes(payload[i:i + 4], sys.byteorder)
+                         for i in range(0, len(payload) - 3, 4)]
     return _frame(conn, data, fds_list), fds_list if data else []
 
 
@@ -108,7 +121,7 @@ def _frame(conn: _socket.socket, data: bytes, fds: list[int]) -> dict[str, Any] 
         for fd in fds:
             os.close(fd)
         return None
-    while len(data) < 4 or len(data) < 4 + struct.unpack("!I", data[:4])[0]:
+    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
         more = conn.recv(1 << 16)
         if not more:
             for fd in fds:
@@ -116,7 +129,7 @@ def _frame(conn: _socket.socket, data: bytes, fds: list[int]) -> dict[str, Any] 
             fds.clear()
             return None
         data += more
-    n = struct.unpack("!I", data[:4])[0]
+    n = int.from_bytes(data[:4], "big")
     obj = marshal.loads(data[4:4 + n])
     return obj if isinstance(obj, dict) else None
 
@@ -137,6 +150,7 @@ def _zygote(module: str, owner: int) -> _socket.socket | None:
     conn = _connect(address)
     if conn is not None:
         return conn
+    import select
     import subprocess
 
     ready_r, ready_w = os.pipe()
@@ -152,9 +166,11 @@ def _zygote(module: str, owner: int) -> _socket.socket | None:
         os.close(ready_w)
     # Until it listens (or another launcher's zygote won the address): scheduling, not
     # semantics.
-    with contextlib.suppress(OSError):
+    try:
         if select.select([ready_r], [], [], _START_TIMEOUT)[0]:
             os.read(ready_r, 1)
+    except OSError:
+        pass
     os.close(ready_r)
     return _connect(address)
 
@@ -190,23 +206,27 @@ def launch(module: str) -> None:
         os.dup2(null, fd)
     os.close(null)
     for fd in channel:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105
             os.close(fd)
+        except OSError:
+            pass
     worker = os.pidfd_open(reply["pid"])
 
     def forward(sig: int, _frame: object) -> None:
-        with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(worker, sig)
+        try:  # noqa: SIM105
+            _signal.pidfd_send_signal(worker, sig)
+        except OSError:
+            pass
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, forward)
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(sig, forward)
     try:
         status, _ = _recv(conn)
     except OSError:
         status = None
     code = int(status["code"]) if status is not None else 1
     if code < 0:  # the worker died of a signal: so does the program
-        signal.signal(-code, signal.SIG_DFL)
+        _signal.signal(-code, _signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     os._exit(code)
 
@@ -230,6 +250,8 @@ def _worker(entry: Any, request: dict[str, Any], fds: list[int]) -> None:
     for target, fd in zip((0, 1, 2), fds[:3], strict=True):
         os.dup2(fd, target)
         os.close(fd)
+    import contextlib
+
     alive, channel = fds[3], fds[4:]
     env = dict(request["env"])
     for name, fd in zip(_CHANNEL, channel, strict=False):
@@ -267,9 +289,13 @@ def _worker(entry: Any, request: dict[str, Any], fds: list[int]) -> None:
 
 
 def serve(module: str, owner: int, ready: int) -> None:
+    import contextlib
     import gc
     import importlib
+    import select
+    import signal
     import socket
+    import struct
     import threading  # noqa: F401  (for the workers, which start a thread each)
     import traceback  # noqa: F401
 

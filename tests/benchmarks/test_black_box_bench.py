@@ -29,7 +29,7 @@ from .conftest import collector_paused, report
 # between the two, well clear of the load's spread.
 TARGET = 3.0
 LIMIT = 5.5
-WRAPPER = "cmd:python -m harnesslab.adapters.reference_program"
+WRAPPER = "cmd:" + zygote.command()  # the light launcher (adapters/launcher.py)
 
 
 def _cpu() -> float:

@@ -19,9 +19,13 @@ from pathlib import Path
 import pytest
 
 from harnesslab.adapters import zygote
+from harnesslab.adapters.cmd import command_words
 from harnesslab.adapters.program import Program
 
-WORDS = [sys.executable, "-m", "harnesslab.adapters.reference_program"]
+# The program's own command, and the light launcher's (zygote.command: no site, no harnesslab
+# package): both are served from the zygote and must keep what a kill and a stop mean.
+COMMANDS = {"module": [sys.executable, "-m", "harnesslab.adapters.reference_program"],
+            "launcher": command_words(zygote.command())}
 HELLO = {"type": "hello", "protocol": 2, "session": "s1", "user": "U-1", "workdir": None,
          "now": "2026-01-05T09:00:00+08:00", "instance": 1, "settings": {}}
 
@@ -65,12 +69,18 @@ def _zygote_children() -> set[int]:
     return out
 
 
-def _start(tmp_path: Path, url: str, **extra: str) -> tuple[Program, int | None]:
+@pytest.fixture(params=sorted(COMMANDS))
+def words(request: pytest.FixtureRequest) -> list[str]:
+    return COMMANDS[request.param]
+
+
+def _start(tmp_path: Path, url: str, words: list[str], **extra: str
+           ) -> tuple[Program, int | None]:
     """A program and the worker forked for it (None: no new worker)."""
     before = _zygote_children()
     env = {**os.environ, "OPENAI_API_KEY": secrets.token_hex(8), "PYTHONUNBUFFERED": "1",
            "HARNESSLAB_TOOLS_URL": url, **extra}
-    program = Program(WORDS, env, timeout=60, logs=tmp_path / f"p-{secrets.token_hex(4)}")
+    program = Program(words, env, timeout=60, logs=tmp_path / f"p-{secrets.token_hex(4)}")
     assert program.ask(HELLO, "hello") == {"type": "hello", "honours": ["*"]}
     new = _zygote_children() - before
     assert len(new) <= 1, new
@@ -97,9 +107,9 @@ def _gone(pid: int, within: float = 10.0) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
 def test_each_program_is_a_fresh_worker_and_its_kill_and_stop_are_real(
-        tmp_path: Path, tools_url: str) -> None:
-    a, wa = _start(tmp_path, tools_url)
-    b, wb = _start(tmp_path, tools_url)
+        tmp_path: Path, tools_url: str, words: list[str]) -> None:
+    a, wa = _start(tmp_path, tools_url, words)
+    b, wb = _start(tmp_path, tools_url, words)
     assert wa is not None and wb is not None and wa != wb  # a worker forked for each
     assert not _harness_loaded(a.proc.pid) and _harness_loaded(wa)  # the launcher stays light
     a.kill()  # SIGKILL of the process the bench started
@@ -108,7 +118,7 @@ def test_each_program_is_a_fresh_worker_and_its_kill_and_stop_are_real(
     assert not _gone(wb, within=0.2)  # the other program's is untouched
     b.stop()  # a shutdown line: the worker ends, and the program with its code
     assert b.proc.returncode == 0 and _gone(wb)
-    c, wc = _start(tmp_path, tools_url)
+    c, wc = _start(tmp_path, tools_url, words)
     assert wc is not None
     c.proc.terminate()  # passed on to the worker; the program ends as it does
     assert c.proc.wait(10) == -signal.SIGTERM and _gone(wc)
@@ -116,9 +126,9 @@ def test_each_program_is_a_fresh_worker_and_its_kill_and_stop_are_real(
     assert zygote.cpu_seconds() > 0  # the zygote's and its workers' CPU, for the benchmark
 
 
-def test_with_the_zygote_off_the_program_serves_itself(tmp_path: Path,
-                                                       tools_url: str) -> None:
-    program, worker = _start(tmp_path, tools_url, HARNESSLAB_ZYGOTE="0")
+def test_with_the_zygote_off_the_program_serves_itself(tmp_path: Path, tools_url: str,
+                                                       words: list[str]) -> None:
+    program, worker = _start(tmp_path, tools_url, words, HARNESSLAB_ZYGOTE="0")
     assert worker is None and _harness_loaded(program.proc.pid)  # it serves itself
     program.stop()
     assert program.proc.returncode == 0
