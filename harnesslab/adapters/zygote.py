@@ -300,6 +300,9 @@ def serve(module: str, owner: int, ready: int) -> None:
     import traceback  # noqa: F401
 
     entry = importlib.import_module(module).main  # the one import of the harness
+    # A worker's first connection by host name encodes the name as IDNA, and that codec's
+    # import (stringprep, unicodedata, a regex compiled) cost every worker of the suite again.
+    import encodings.idna  # noqa: F401
     # What the import built stays out of the collector's passes: a worker's first full pass
     # would otherwise write to every object's header and so copy every page it shares.
     gc.freeze()
