@@ -21,6 +21,7 @@ identity decision as a ``tool_policy`` event, as the reference harness records i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import secrets
 import threading
@@ -40,11 +41,10 @@ SERVER_NAME = "harnesslab-tools"
 
 def require_mcp() -> None:
     """The exact install line when the ``mcp`` extra is missing."""
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
+    # find_spec, not an import: the SDK's import is about 0.9 s, paid where it is used.
+    if importlib.util.find_spec("mcp") is None:
         raise InputError(f"the MCP tool server needs the mcp package: {MCP_EXTRA}",
-                         field="mcp") from None
+                         field="mcp")
 
 
 @dataclass
@@ -175,13 +175,70 @@ async def serve_stdio(session: ToolSession) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+class _OnFirstRequest:
+    """An ASGI app that builds the MCP app on its first HTTP request, not at start: importing
+    the SDK costs about 0.9 s of CPU, and most black-box programs never use MCP (the bench
+    starts the server before its first program, which must be given the address). The inner
+    app's lifespan (the SDK's session manager) is started then, in the same event loop, and
+    ended with the server's."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build = build
+        self._app: Any = None
+        self._to_inner: Any = None
+        self._lifespan: Any = None
+        import asyncio
+
+        self._lock = asyncio.Lock()
+
+    async def _start(self) -> None:
+        import asyncio
+
+        app = self._build()
+        to_inner: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        started = asyncio.get_running_loop().create_future()
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"].startswith("lifespan.startup") and not started.done():
+                started.set_result(message)
+
+        self._lifespan = asyncio.ensure_future(
+            app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
+                to_inner.get, send))
+        await to_inner.put({"type": "lifespan.startup"})
+        message = await started
+        if message["type"] != "lifespan.startup.complete":
+            raise RuntimeError(f"the MCP app did not start: {message.get('message', '')}")
+        self._app, self._to_inner = app, to_inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    if self._lifespan is not None:
+                        await self._to_inner.put({"type": "lifespan.shutdown"})
+                        await self._lifespan
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        async with self._lock:
+            if self._app is None:
+                await self._start()
+        await self._app(scope, receive, send)
+
+
 def http_server(sessions: ToolSessions, host: str = "127.0.0.1",
                 port: int = 0) -> tuple[Any, str]:
     """The MCP app on a bound socket, not yet serving (``run()`` in the foreground, ``start()``
-    in a background thread, ``stop()``): (the server, its MCP URL)."""
+    in a background thread, ``stop()``): (the server, its MCP URL). The app is built on the
+    first request (:class:`_OnFirstRequest`)."""
     from harnesslab.adapters.serve_app import Server
 
-    server = Server(http_app(sessions, host=host), host, port, lifespan="on")
+    require_mcp()
+    server = Server(_OnFirstRequest(lambda: http_app(sessions, host=host)), host, port,
+                    lifespan="on")
     return server, server.url.removesuffix("/v1") + "/mcp"
 
 
@@ -193,9 +250,9 @@ def shared_sessions() -> tuple[ToolSessions, str] | None:
     """The bench process's one MCP server for black-box sessions, started on first use: its
     sessions and URL; None when the mcp extra is not installed (no MCP for the program)."""
     global _shared
-    try:
-        require_mcp()
-    except InputError:
+    # Whether the extra is installed, without importing it (its import is the cost the
+    # server defers to its first request).
+    if importlib.util.find_spec("mcp") is None:
         return None
     with _shared_lock:
         if _shared is None:

@@ -189,3 +189,19 @@ def test_without_the_extra_the_exact_install_line(monkeypatch: pytest.MonkeyPatc
     assert capsys.readouterr().err.strip() == (
         "harnesslab mcp: error: mcp: the MCP tool server needs the mcp package: "
         "pip install 'harnesslab[mcp]'")
+
+
+def test_the_shared_server_imports_the_sdk_only_on_its_first_request() -> None:
+    # The bench starts its MCP server before its first program; most programs never use MCP,
+    # and the SDK's import is most of a black-box run's fixed cost. A fresh interpreter, so
+    # this test's own imports of mcp do not count.
+    import subprocess
+
+    code = ("import sys, httpx\n"
+            "from harnesslab.adapters import mcp_app\n"
+            "sessions, url = mcp_app.shared_sessions()\n"
+            "assert 'mcp' not in sys.modules, 'imported at start'\n"
+            "r = httpx.post(url, json={}, headers={'Authorization': 'Bearer nobody'})\n"
+            "assert 'mcp' in sys.modules and r.status_code == 401, r.status_code\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
