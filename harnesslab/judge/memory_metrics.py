@@ -3,7 +3,8 @@ when the run used memory (a ``memory`` setting, or any memory extraction call), 
 runs without memory stay as they were.
 
 What counts as a memory item is what the *model* answered to memory extraction requests
-(purpose ``memory``: tool-call arguments, or the texts of a mem0-style JSON answer) or wrote to
+(purpose ``memory``: tool-call arguments, only the ``content`` of a note written with a tool as
+ReMe's extraction agent does, or the texts of a mem0-style JSON answer) or wrote to
 its memory file itself (``memory_write``, the reference's
 agentic mode; or the file-writing tool ``Write`` into the memory directory its instructions name,
 AgentScope's AgenticMemoryMiddleware: only the content, the path is the same for every user), as
@@ -49,9 +50,12 @@ def session_users(rec: Record) -> dict[str, str]:
     return out
 
 
-def _lines(reply: list[dict[str, Any]], key: str | None = None) -> set[str]:
+def _lines(reply: list[dict[str, Any]], key: str | None = None, *,
+           note: bool = False) -> set[str]:
     """The lines of the string arguments of the tool calls in ``reply`` (only ``key``'s if
-    given)."""
+    given; with ``note``, only ``content``'s for a call that has one: an extraction written as
+    a note with a tool, whose other arguments say where it is filed, such as ReMe's name, date
+    and session; and nothing of a call reading a note by its ``path``)."""
     out: set[str] = set()
     for b in reply:
         if b.get("type") != "tool_call":
@@ -61,8 +65,12 @@ def _lines(reply: list[dict[str, Any]], key: str | None = None) -> set[str]:
         except json.JSONDecodeError:
             continue
         if isinstance(values, dict):
+            if note and "path" in values and "content" not in values:
+                continue  # the note read before it is written: no item
+            want = key or ("content" if note and isinstance(values.get("content"), str)
+                           else None)
             out.update(ln.strip() for k, v in values.items() if isinstance(v, str)
-                       and key in (None, k) for ln in v.splitlines() if ln.strip())
+                       and want in (None, k) for ln in v.splitlines() if ln.strip())
     return out
 
 
@@ -76,7 +84,8 @@ def extracted_items(rec: Record, *, paths: bool = True) -> dict[str, set[str]]:
     for e in rec.of_type("model_call"):
         user = users.get(e["request"]["session_id"], rec.header["session_user"])
         if e["purpose"] == "memory":
-            out.setdefault(user, set()).update(_lines(e["reply"]) | _json_lines(e["reply"]))
+            out.setdefault(user, set()).update(_lines(e["reply"], note=True)
+                                               | _json_lines(e["reply"]))
         elif e["purpose"] == "reply":
             writes = [b for b in e["reply"] if b.get("type") == "tool_call"
                       and b.get("name") == MEMORY_WRITE_TOOL]

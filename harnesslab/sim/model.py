@@ -40,9 +40,16 @@ from harnesslab.sim.intents import (
     claim_tag,
     constraint_tag,
 )
+from harnesslab.sim.notes import note_call
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
 from harnesslab.sim.segments import Reader
-from harnesslab.sim.summarizer import SummarizerProfile, draw, summarize, summary_request
+from harnesslab.sim.summarizer import (
+    NOTHING,
+    SummarizerProfile,
+    draw,
+    summarize,
+    summary_request,
+)
 
 __all__ = ["BRIEF_MAX_CHARS", "LONG_MIN_CHARS", "FakeModel", "ModelReply", "SummarizerProfile",
            "draw", "serialize"]
@@ -396,6 +403,14 @@ class FakeModel:
                         self._lexicon, self._phrases, self._reader)
             blocks, notes = summarize(request, "memory", view, part, seed=self._seed,
                                       profile=self._extractor, as_text=True)
+            body = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+            instructions = "\n".join(t for _, t in texts)
+            call = None if body in NOTHING.values() or notes.get("kind") != "summary" else \
+                note_call(request, instructions, index, body)
+            if call is not None:  # offered a tool to write the note with (sim.notes)
+                name, raw = call
+                return ModelReply((ToolCallBlock(_call_id(view.text, name, raw), name, raw),),
+                                  notes)
             return ModelReply(blocks, notes)
         text = _CLARIFY[("utterance_not_found", lang)]
         return ModelReply((TextBlock(text),), note("unreadable", view, form=kind,

@@ -454,6 +454,10 @@ def _render(form: SummaryForm, kept: list[Item], lang: Lang,
     return "\n".join(lines)
 
 
+# An extraction in words that found nothing to remember says so (and writes no note: sim.notes).
+NOTHING = {"zh": "没有需要记住的内容。", "en": "Nothing to remember."}
+
+
 def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
               seed: int, profile: SummarizerProfile,
               as_text: bool = False) -> tuple[tuple[Block, ...], dict[str, Any]]:
@@ -482,8 +486,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
         body = json.dumps({"memory": [{"id": str(n), "text": t} for n, t in enumerate(lines)]},
                           ensure_ascii=False)
     elif as_text and isinstance(body, dict):
-        body = "\n".join(v for v in body.values() if v) or (
-            "没有需要记住的内容。" if lang == "zh" else "Nothing to remember.")
+        body = "\n".join(v for v in body.values() if v) or NOTHING[lang]
     if asked_json is not None and isinstance(body, str):
         # Asked to answer in a JSON schema (response_format): the text in its first string
         # field, every other field empty of its type, as a model filling the schema would.
