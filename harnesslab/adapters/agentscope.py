@@ -114,6 +114,14 @@ def _mem0_results(raw: Any) -> list[dict[str, Any]]:
     return [r for r in out if isinstance(r, dict)]
 
 
+def _close_reme(reme: Any, loop: asyncio.AbstractEventLoop) -> None:
+    # ReMe's app holds a BM25 index and an embedding cache open; AgentScope leaves closing to
+    # the integrator (ReMeMiddleware.close).
+    if not loop.is_closed() and not loop.is_running():
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(reme.close())
+
+
 class AgentScopeHarness:
     """AgentScope 2.0.x serving one verified session (module docstring)."""
 
@@ -195,7 +203,7 @@ class AgentScopeHarness:
         session user's folder, and the tools it needs (``agentscope_memory``,
         ``agentscope_mem0``)."""
         mem = self.cfg.memory
-        if mem.mode not in ("agentic", "vector"):
+        if mem.mode not in ("agentic", "vector", "workspace"):
             return [], []
         if self.ctx.workdir is None:  # no run folder: a private one, removed with the harness
             tmp = tempfile.TemporaryDirectory(prefix="harnesslab-agentscope-memory-")
@@ -205,6 +213,9 @@ class AgentScopeHarness:
             workdir = self.ctx.workdir
         if mem.mode == "vector":
             return [self._mem0(workdir)], []
+        if mem.mode == "workspace":
+            watch, reme = self._reme(workdir)
+            return [watch, reme], self._loop.run_until_complete(reme.list_tools())
         self.memory_backend = BenchBackend(
             memory_folder(workdir, mem.agent_id, self.ctx.session.user), self.now)
         middleware, tools = agentic_memory(self.memory_backend)
@@ -227,6 +238,44 @@ class AgentScopeHarness:
         return Mem0Middleware(user_id=self.ctx.session.user, client=client,
                               mode="static_control", agent_id=mem.agent_id, top_k=mem.top_k,
                               threshold=0.0 if mem.threshold is None else mem.threshold)
+
+    def _reme(self, workdir: Path) -> tuple[Any, Any]:
+        """The watch that fixes its timing, and AgentScope's ReMeMiddleware over the verified
+        session user's workspace (``agentscope_reme``)."""
+        from harnesslab.adapters.agentscope_reme import BenchReMe, ReMeWatch, reme_workspace
+
+        mem, user = self.cfg.memory, self.ctx.session.user
+        self.reme_dir = reme_workspace(workdir, mem.agent_id, user)
+        zone = agentscope_timezone(self.now())
+        reme = BenchReMe(workspace_dir=str(self.reme_dir), timezone=str(zone),
+                         chat_model=BenchModel(context_size=self.cfg.context_size,
+                                               forward=self._forward_memory),
+                         top_k=mem.top_k)
+        weakref.finalize(self, _close_reme, reme, self._loop)
+        self._cards = self._reme_cards()
+        return ReMeWatch(reme, self._reme_found, self._reme_written), reme
+
+    def _reme_cards(self) -> dict[str, str]:
+        daily = self.reme_dir / "daily"
+        return {p.relative_to(self.reme_dir).as_posix(): p.read_text(encoding="utf-8")
+                for p in sorted(daily.rglob("*.md"))} if daily.is_dir() else {}
+
+    def _reme_found(self, memories: list[str]) -> None:
+        user = self.ctx.session.user
+        self.ctx.sink.emit({"type": "memory_read", "mode": "workspace", "user": user,
+                            "query": "search", "items": [
+                                {"id": f"r{n}", "user": user, "kind": "item", "text": t}
+                                for n, t in enumerate(memories)]})
+
+    def _reme_written(self) -> None:
+        before, self._cards = self._cards, self._reme_cards()
+        user = self.ctx.session.user
+        items = [{"id": path, "user": user, "kind": "card",
+                  "event": "ADD" if path not in before else "UPDATE", "text": text}
+                 for path, text in self._cards.items() if before.get(path) != text]
+        if items:
+            self.ctx.sink.emit({"type": "memory_write", "mode": "workspace", "user": user,
+                                "items": items})
 
     def _forward_memory(self, msgs: list[Any], tools: list[dict[str, Any]] | None,
                         tool_choice: Any, estimate: int) -> tuple[Block, ...]:

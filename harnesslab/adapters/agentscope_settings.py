@@ -36,7 +36,6 @@ __all__ = ["HONOURS", "MEMORY_MODES", "STRATEGIES", "NotApplicable", "memory_fol
 STRATEGIES = ("structured", "offload")
 # Why a mode has no middleware here (docs/agentscope-memory.md).
 _UNWIRED = {
-    "workspace": "the adapter does not wire ReMeMiddleware (reme-ai) yet",
     "background": "AgentScope 2.0.11 has no middleware that consolidates a user's queued "
                   "sessions later",
 }
@@ -51,9 +50,21 @@ _MEM0_FIXED = {
     "not_remembered": "mem0 remembers whatever its extraction returns from the exchange; the "
                       "middleware cannot exclude a tool's results",
 }
+# What ReMeMiddleware decides itself (memory.mode workspace), the same way.
+_REME_FIXED = {
+    "threshold": "ReMeMiddleware passes no score threshold to ReMe's search (its top_k best)",
+    "position": "ReMeMiddleware always puts retrieved memory after the user's message",
+    "volatile": "ReMe has no notion of time-sensitive items (no re-verify note, no expiry)",
+    "volatile_policy": "ReMe has no notion of time-sensitive items (no re-verify note, no "
+                       "expiry)",
+    "ttl_hours": "ReMe keeps every daily card",
+    "not_remembered": "ReMe's auto_memory records whatever its extraction agent takes from the "
+                      "exchange; the middleware cannot exclude a tool's results",
+}
+_FIXED = {"vector": _MEM0_FIXED, "workspace": _REME_FIXED}
 # The memory modes the adapter wires, and the AgentScope middleware each one is.
 MEMORY_MODES = {"none": "no middleware", "agentic": "AgenticMemoryMiddleware",
-                "vector": "Mem0Middleware"}
+                "vector": "Mem0Middleware", "workspace": "ReMeMiddleware"}
 
 def memory_folder(workdir: Path, agent: str, user: str) -> Path:
     """Where one (agent, verified user)'s AgentScope memory lives in the run's workdir (the
@@ -84,12 +95,12 @@ def not_applicable(cfg: HarnessConfig) -> list[str]:
         out.append(f"memory {mem.mode}: " + _UNWIRED.get(
             mem.mode, "the adapter does not wire an AgentScope middleware for it") + " (wired: "
             + ", ".join(f"{k}: {v}" for k, v in MEMORY_MODES.items() if k != "none") + ")")
-    elif mem.mode == "vector":
-        if mem.threshold is not None and mem.threshold < 0:
-            out.append(f"memory.threshold={mem.threshold}: mem0 accepts similarity thresholds "
-                       "in [0, 1] only")
+    elif mem.mode == "vector" and mem.threshold is not None and mem.threshold < 0:
+        out.append(f"memory.threshold={mem.threshold}: mem0 accepts similarity thresholds in "
+                   "[0, 1] only")
+    if mem.mode in _FIXED:
         default = MemorySettings()
-        for key, why in _MEM0_FIXED.items():
+        for key, why in _FIXED[mem.mode].items():
             if getattr(mem, key) != getattr(default, key):
                 out.append(f"memory.{key}={getattr(mem, key)}: {why}")
     if mem.mode in MEMORY_MODES and mem.mode != "none" and mem.key == "named":

@@ -44,8 +44,8 @@ def test_one_setting_chooses_it() -> None:
     ({"estimator": "o200k_base"}, "estimator o200k_base"),
     ({"time_hint": False}, "time_hint=false with context_length_hint=true"),
     ({"retry_on_overflow": True}, "retry_on_overflow"),
-    ({"memory": {"mode": "workspace"}}, r"memory workspace: the adapter does not wire "
-                                        r"ReMeMiddleware \(reme-ai\) yet"),
+    ({"memory": {"mode": "workspace", "threshold": 0.3}},
+     "memory.threshold=0.3: ReMeMiddleware passes no score threshold"),
     ({"memory": {"mode": "background"}}, "memory background: AgentScope 2.0.11 has no "
                                          "middleware"),
     ({"memory": {"mode": "vector", "position": "before_question"}},

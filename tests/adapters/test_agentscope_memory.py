@@ -88,11 +88,16 @@ def test_what_the_adapter_cannot_express_is_not_applicable() -> None:
     def reasons(**memory: object) -> list[str]:
         return not_applicable(HarnessConfig.model_validate({"memory": memory}))
 
-    assert reasons(mode="agentic") == reasons(mode="vector") == []
-    assert any("memory.key=named" in r for r in reasons(mode="agentic", key="named"))
-    assert any("memory.key=named" in r for r in reasons(mode="vector", key="named"))
-    for mode in ("workspace", "background"):
-        assert any(f"memory {mode}" in r for r in reasons(mode=mode))
+    assert reasons(mode="agentic") == reasons(mode="vector") == reasons(mode="workspace") == []
+    for mode in ("agentic", "vector", "workspace"):
+        assert any("memory.key=named" in r for r in reasons(mode=mode, key="named"))
+    assert any("memory background" in r for r in reasons(mode="background"))
+    # What ReMeMiddleware decides itself, the same way (it passes ReMe no threshold).
+    for key, value in (("position", "before_question"), ("volatile", ["get_order"]),
+                       ("volatile_policy", "expire"), ("ttl_hours", 48),
+                       ("not_remembered", []), ("threshold", 0.3)):
+        assert any(f"memory.{key}=" in r for r in reasons(mode="workspace", **{key: value})), key
+    assert reasons(mode="workspace", top_k=1, agent_id="bot") == []
     # What mem0 decides itself, set by a variant: not applicable, each with its reason.
     for key, value in (("position", "before_question"), ("volatile", ["get_order"]),
                        ("volatile_policy", "expire"), ("ttl_hours", 48),

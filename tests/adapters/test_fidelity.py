@@ -79,7 +79,7 @@ def test_the_command_prints_the_table_and_the_totals(tmp_path: Path,
 # The memory modes that run AgentScope's own middlewares (docs/agentscope-memory.md): a real
 # middleware is compared with the reference harness's mode, so differences are expected there
 # and listed; everywhere else the two agree exactly.
-MIDDLEWARE_MODES = ("agentic", "vector")
+MIDDLEWARE_MODES = ("agentic", "vector", "workspace")
 
 
 def _memory_mode(record: str) -> str | None:
