@@ -152,9 +152,15 @@ def stated_now(request: Request | None, now: datetime, *, zone: bool = False) ->
         return False, "the request states no current time"
     user = now.utcoffset()
     # A zone named beside the time must be the user's (the latest that names one it can read).
+    # An offset no zone has (``UTC-03:238``) names another zone than the user's, whatever the
+    # user's is; only a word that is no offset and no zone we know is left unread.
     named = [z for _, z in view.zones(now) if z is not None]
-    if named and named[-1] != user:
-        return False, f"names the zone {_offset(named[-1])}, not the user's {_offset(user)}"
+    latest = named[-1] if named else None
+    if isinstance(latest, str):
+        return False, f"names the zone {latest}, no valid UTC offset, not the user's " \
+                      f"{_offset(user)}"
+    if latest is not None and latest != user:
+        return False, f"names the zone {_offset(latest)}, not the user's {_offset(user)}"
     if zone and stated.utcoffset() != user and not named:
         return False, f"states {stated.isoformat()}: not in the user's zone {_offset(user)}"
     if stated.replace(second=0, microsecond=0) != now.replace(second=0, microsecond=0):

@@ -349,7 +349,7 @@ class View:
                 at = r.start + len(r.text)
             yield off + at, seg.text[at:]
 
-    def zones(self, at: datetime) -> list[tuple[int, timedelta | None]]:
+    def zones(self, at: datetime) -> list[tuple[int, timedelta | str | None]]:
         """The zones the request names outside tool results (``times.stated_zones``), each
         offset at ``at``, in order. Not a reading the fake model answers from (it answers from
         the times it reads): the judge's."""

@@ -66,6 +66,8 @@ _EN_PARTS = re.compile(
     r"(?:,?[ \t]+(?:at[ \t]+)?(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?"
     r"(?:[ \t]*(?P<ap>[AaPp])\.?[Mm]\.?)?)?[ \t]*(?P<zone>.*)", re.IGNORECASE)
 _OFFSET = re.compile(r"\(?(?:UTC|GMT)?[ \t]*([+-])(\d{1,2}):?(\d{2})?\)?$", re.IGNORECASE)
+# Written as an offset, whether or not it is a valid one (``UTC-03:238``, ``UTC+25:00``).
+_OFFSET_SHAPED = re.compile(r"\(?(?:UTC|GMT)?[ \t]*[+-]\d+(?::?\d+)?\)?$", re.IGNORECASE)
 
 
 def _zone(text: str, default: tzinfo) -> tzinfo | None:
@@ -76,8 +78,8 @@ def _zone(text: str, default: tzinfo) -> tzinfo | None:
     if z.upper() in ("Z", "UTC", "GMT"):
         return UTC
     m = _OFFSET.match(z)
-    if not m:
-        return None
+    if not m or int(m.group(2)) > 23 or int(m.group(3) or 0) > 59:
+        return None  # out of range (``UTC+25:00``, ``-03:60``): no zone, not a wrapped-round one
     delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
     return timezone(-delta if m.group(1) == "-" else delta)
 
@@ -149,18 +151,24 @@ ZONE_RE = re.compile(
     r"(?:<(?P<tagname>time[-_ ]?zone|tz)>[ \t]*(?P<tag>[^<\n]+?)[ \t]*</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])(?:(?:the[ \t]+)?(?:user'?s[ \t]+|local[ \t]+)?time[ \t]?zone|时区)"
     r"(?![A-Za-z])[ \t]*(?:is|=|:|：|是|为)[ \t]*(?P<labelled>[A-Za-z_]+/[A-Za-z0-9_/+-]+"
-    r"|(?:UTC|GMT)(?:[ \t]*[+-]\d{1,2}(?::?\d{2})?)?|[+-]\d{2}:?\d{2}|Z)(?![A-Za-z0-9/]))",
+    r"|(?:UTC|GMT)(?:[ \t]*[+-]\d+(?::?\d+)?)?|[+-]\d{2}:?\d+|Z)(?![A-Za-z0-9/]))",
     re.IGNORECASE)
 
 
-def stated_zones(text: str, at: datetime) -> Iterator[tuple[int, timedelta | None]]:
-    """Each zone ``text`` names (``ZONE_RE``): its start and its offset at ``at`` (None: a
-    name this machine's zone database does not know, read as no statement by callers)."""
+def stated_zones(text: str, at: datetime) -> Iterator[tuple[int, timedelta | str | None]]:
+    """Each zone ``text`` names (``ZONE_RE``): its start and its offset at ``at``; the text as
+    written when it is an offset no zone has (``UTC-03:238``, ``UTC+25:00``: minutes or hours
+    out of range), which names a zone that is not the user's whichever the user's is; None for
+    a name that is no offset and that this machine's zone database does not know, read as no
+    statement by callers (an unknown word may be a zone we cannot read, not a wrong one)."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     for m in ZONE_RE.finditer(text):
         raw = (m.group("tag") or m.group("labelled")).strip()
         zone = _zone(raw, UTC)
+        if zone is None and _OFFSET_SHAPED.match(raw):
+            yield m.start(), raw
+            continue
         if zone is None and "/" in raw:
             try:
                 zone = ZoneInfo(raw)

@@ -80,3 +80,38 @@ def test_the_latest_statement_counts() -> None:
                             NOW)
     assert ok, detail
     assert stated_now(None, NOW) == (False, "no request in this turn")
+
+
+@pytest.mark.parametrize("zone", [
+    "<timezone>UTC-03:238</timezone>",   # minutes out of range (a `% 60` written `^ 60`)
+    "<timezone>UTC+25:00</timezone>",    # hours out of range
+    "<timezone>UTC-03:60</timezone>",    # not UTC-04:00 by carrying the minutes over
+    "Time zone: UTC-03:238",             # a labelled zone, read whole, not as UTC-03
+])
+def test_an_offset_no_zone_has_names_another_zone(zone: str) -> None:
+    time = "<current-time>2026-11-28T10:50:00-03:30</current-time>\n"
+    ok, detail = stated_now(request(time + zone), NOW, zone=True)
+    written = zone.split(">")[1].split("<")[0] if zone.startswith("<") else zone.split(": ")[1]
+    assert not ok and f"names the zone {written}, no valid UTC offset" in detail, detail
+    # The control: the same statement with the user's own offset passes.
+    ok, detail = stated_now(request(time + "<timezone>UTC-03:30</timezone>"), NOW, zone=True)
+    assert ok, detail
+
+
+@pytest.mark.parametrize("zone", ["<timezone>Newfoundland-ish</timezone>",
+                                  "<timezone>Mars/Olympus_Mons</timezone>", "Timezone: local"])
+def test_an_unknown_word_in_place_of_a_zone_is_left_unread(zone: str) -> None:
+    # A word that is no offset and no IANA zone may name a zone the bench cannot read: it is
+    # not read as another zone (the time's own offset decides), as before.
+    ok, detail = stated_now(request("<current-time>2026-11-28T10:50:00-03:30</current-time>\n"
+                                    + zone), NOW, zone=True)
+    assert ok, detail
+    # The negative: the same word beside a time in another zone does not make it the user's.
+    ok, detail = stated_now(request("Current time: 2026-11-28T14:20:00Z\n" + zone), NOW, zone=True)
+    assert not ok and "not in the user's zone UTC-03:30" in detail, detail
+
+
+def test_an_out_of_range_offset_in_a_time_is_no_time_not_a_crash() -> None:
+    # timezone() refuses 25 hours; the statement is no time rather than a traceback.
+    ok, detail = stated_now(request("<current-time>2026-11-28T10:50:00+25:00</current-time>"), NOW)
+    assert not ok and "states no current time" in detail, detail
