@@ -95,6 +95,7 @@ class _State:
     quarantined: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)  # the bench's fault: reported apart
     not_applicable: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # an extra the variant requires is missing
     ran: int = 0
     saved: int = 0
 
@@ -232,6 +233,10 @@ class ScenarioItem(pytest.Item):
                                cli_set=state.run.cli_set) for s in state.run.seeds]
         state.ran += 1
         na = [r for r in results if r.not_applicable]
+        if na and na[0].skipped:
+            # Not run here: an extra it requires is missing (the reason names the install).
+            state.skipped.append(f"{self.nodeid}: {na[0].skipped}")
+            raise pytest.skip.Exception(f"skipped: {na[0].skipped}", _use_item_location=True)
         if na and len(na) == len(results):
             # Neither a pass nor a failure: the variant asks for what this harness has not.
             why = (na[0].error or "").removeprefix("NotApplicable: ")
@@ -337,6 +342,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         count = len(state.not_applicable)
         tr.write_line(f"{count} variant{'' if count == 1 else 's'} not applicable to {label} "
                       "(skipped, with the reason)")
+    if state.skipped:
+        count = len(state.skipped)
+        tr.write_line(f"{count} variant{'' if count == 1 else 's'} skipped: "
+                      f"{state.skipped[0].split(': ', 1)[1]}")
     if state.quarantined:
         tr.write_line(f"quarantined (flaky; reported, not failing): {len(state.quarantined)}")
         for q in state.quarantined:
@@ -408,6 +417,8 @@ class HarnessLab:
     def assert_expected(self, result: RunResult) -> None:
         """Fail the test, readably, unless the result is the variant's expected outcome; skip
         it, with the reason, when the variant does not apply to the harness."""
+        if result.skipped:
+            pytest.skip(f"skipped: {result.skipped}")
         if result.not_applicable:
             pytest.skip(f"not applicable to {result.settings.get('harness', 'this harness')}: "
                         f"{(result.error or '').removeprefix('NotApplicable: ')}")

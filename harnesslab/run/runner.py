@@ -43,6 +43,8 @@ from harnesslab.scenario.schema import (
     Scenario,
     UserStep,
     Variant,
+    missing_extras,
+    skip_reason,
 )
 from harnesslab.scenario.settings import (
     Settings,
@@ -73,6 +75,9 @@ class RunResult:
     role: str = "baseline"                                   # baseline, control or fix
     rates: list[FailRate] = field(default_factory=list)      # checks failing in some seeds
     not_applicable: bool = False  # the scenario needs what this harness does not expose
+    # Why the run was skipped (an extra the variant requires is not installed), or None. A
+    # skipped run is also not applicable: neither a pass nor a failure, wherever results go.
+    skipped: str | None = None
     # The checks this run cannot judge (a real model has no annotations), by id.
     checks_not_applicable: list[str] = field(default_factory=list)
     # The harness settings the harness declared it honours (["*"]: every one); None before
@@ -102,6 +107,7 @@ class RunResult:
                 "checks_not_applicable": self.checks_not_applicable,
                 **({"checks_unreadable": self.checks_unreadable} if self.checks_unreadable
                    else {}),
+                **({"skipped": self.skipped} if self.skipped else {}),
                 "checks": [c.to_dict() for c in self.checks], "metrics": self.metrics}
 
 
@@ -185,6 +191,15 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
     ``on_step`` is called after each step with its number (progress, benchmarks).
     ``source_sha256``: the source file's sha256 as planned, for a worker without the file."""
     settings = resolve_settings(sc, variant, cli_set)
+    if missing := missing_extras(variant.requires):
+        # Not run, and no record: what it would test needs a package this install lacks.
+        why = skip_reason(missing)
+        return RunResult(sc.id, variant.name, seed, None, locale=sc.locale,
+                         settings=key_settings(settings), overridden=overridden(variant, cli_set),
+                         control=bool(variant.expect_fail), role=variant.kind,
+                         # the prefix sweeps and reports file not-applicable runs by
+                         error=f"NotApplicable: skipped: {why}", not_applicable=True,
+                         skipped=why)
     world = World(sc.world.with_tools(settings.tools))
     path = record_path(out_dir, sc.id, variant.name, seed) if out_dir else None
     writer = open_record(sc, variant, seed, source, settings, world, path, source_sha256)

@@ -46,6 +46,9 @@ def summarize(results: Sequence[RunResult]) -> dict[str, Any]:
             "overridden": runs[0].overridden,
             "expected": all(r.expected for r in applicable) and not across,
             "not_applicable": sorted({r.error or "" for r in runs if r.not_applicable}),
+            # only where it happened (rows of runs that ran stay as they were)
+            **({"skipped": why} if (why := sorted({r.skipped for r in runs if r.skipped}))
+               else {}),
             "unexpected": sorted({u for r in applicable for u in (r.verdict.unexpected if r.verdict
                                                              else [r.error or "run failed"])}
                                  | set(across)),

@@ -114,6 +114,8 @@ def format_results(results: Sequence[RunResult], summary: dict[str, Any] | None 
 
 
 def _outcome(row: dict[str, Any]) -> str:
+    if row.get("skipped") and not row["checks"]:
+        return "skipped"
     if row.get("not_applicable") and not row["checks"]:
         return "n/a"
     return "as expected" if row["expected"] else "UNEXPECTED"
@@ -121,7 +123,8 @@ def _outcome(row: dict[str, Any]) -> str:
 
 def headline(summary: dict[str, Any]) -> str:
     rows = summary["rows"]
-    na = [r for r in rows if _outcome(r) == "n/a"]
+    skipped = [r for r in rows if _outcome(r) == "skipped"]
+    na = [r for r in rows if _outcome(r) == "n/a"] + skipped
     unexpected = [r for r in rows if not r["expected"]]
     controls = [r for r in rows if r["role"] == "control" and r["expected"] and r not in na]
     unread = [r for r in rows if r.get("checks_unreadable")]
@@ -131,7 +134,11 @@ def headline(summary: dict[str, Any]) -> str:
     runs = summary["runs"]
     names = sorted({str(r["settings"].get("harness")) for r in na if r["settings"].get("harness")})
     who = names[0] if len(names) == 1 else "this harness"
+    na = [r for r in na if r not in skipped]
     tail = f"; {len(na)} variant{'' if len(na) == 1 else 's'} not applicable to {who}" if na else ""
+    for why in sorted({w for r in skipped for w in r["skipped"]}):
+        n = sum(why in r["skipped"] for r in skipped)
+        tail += f"; {n} variant{'' if n == 1 else 's'} skipped ({why})"
     if unread:
         tail += (f"; {len(unread)} with checks the bench could not read (its fault, not the "
                  "harness's: lines '?')")

@@ -8,6 +8,7 @@ fail under them (controls) — every other check is expected to pass.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -276,6 +277,26 @@ FailEntry = Annotated[Annotated[str, Tag("check")] | Annotated[FailRate, Tag("ra
                       Discriminator(_fail_kind)]
 
 
+# The extras a variant may require (pyproject's optional dependencies a run can need), and
+# the module whose import says the extra is installed.
+EXTRAS: dict[str, str] = {"agentscope": "agentscope"}
+Extra = Literal["agentscope"]
+
+
+def missing_extras(names: Sequence[str]) -> list[str]:
+    """The extras of ``names`` whose module this interpreter cannot import."""
+    from importlib.util import find_spec
+
+    return [n for n in names if find_spec(EXTRAS[n]) is None]
+
+
+def skip_reason(missing: list[str]) -> str:
+    """The one line a skipped variant reports: what it needs and how to install it."""
+    extras = ",".join(missing)
+    return (f"requires the {' and '.join(missing)} extra{'s' if len(missing) > 1 else ''}, "
+            f"not installed: pip install 'harnesslab[{extras}]'")
+
+
 class Variant(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
@@ -301,6 +322,11 @@ class Variant(_Strict):
         "of its harness settings, which then serve the reference harness only (a lossy summary "
         "with strategy: structured applies to any harness that summarises). A summarizer or "
         "extractor it sets that the harness never asked to act leaves the run not applicable")
+    requires: list[Extra] = Field(default_factory=list, description="Optional extras of "
+                                  "harnesslab the variant needs (prompts: agentscope reads "
+                                  "AgentScope's texts from its package): where one is not "
+                                  "installed the variant is skipped, with the reason and the "
+                                  "pip install that adds it, never passed nor failed")
 
     @model_validator(mode="after")
     def _consistent(self) -> Variant:

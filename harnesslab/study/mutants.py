@@ -337,6 +337,11 @@ def _fingerprint(paths: Sequence[Path]) -> str:
     for p in [*code, *paths]:
         h.update(str(p.name).encode())
         h.update(p.read_bytes())
+    # A variant that requires a missing extra is skipped, so it reaches no line: the map of an
+    # install with the extra is another map.
+    from harnesslab.scenario.schema import EXTRAS, missing_extras
+
+    h.update(repr(missing_extras(sorted(EXTRAS))).encode())
     return h.hexdigest()[:16]
 
 

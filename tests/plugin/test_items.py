@@ -10,20 +10,26 @@ from pathlib import Path
 import pytest
 
 from harnesslab.scenario.loader import bundled_dir, load_scenario, scenario_paths
+from harnesslab.scenario.schema import missing_extras
 from tests.plugin.support import INI, REFERENT_LOST, TRUNCATE_SMALL, followup, outcomes_by_name
 
 
 def test_the_bundled_suite_runs_as_items_and_passes_with_controls_as_strict_xfails(
         pytester: pytest.Pytester, tmp_path: Path) -> None:
     scenarios = [load_scenario(p) for p in scenario_paths([str(bundled_dir())])]
-    controls = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants if v.fail_always}
-    plain = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants if not v.fail_always}
+    # Variants whose extra is not installed here are skipped (requires: [agentscope]).
+    skipped = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants
+               if missing_extras(v.requires)}
+    controls = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants
+                if v.fail_always} - skipped
+    plain = {f"{sc.id}/{v.name}" for sc in scenarios for v in sc.variants
+             if not v.fail_always} - skipped
     assert len(controls) > 10 and len(plain) > 10
     xml = tmp_path / "junit.xml"
     result = pytester.runpytest(str(bundled_dir()), "--harnesslab-out", str(tmp_path / "runs"),
                                 f"--junitxml={xml}", "-p", "no:cacheprovider",
                                 "-W", "ignore::pytest.PytestAssertRewriteWarning")
-    result.assert_outcomes(passed=len(plain), xfailed=len(controls))
+    result.assert_outcomes(passed=len(plain), xfailed=len(controls), skipped=len(skipped))
     assert result.ret == pytest.ExitCode.OK
     # JUnit XML: one test case per scenario x variant, controls as pytest's xfail skips.
     cases = ET.parse(xml).getroot().iter("testcase")
@@ -32,10 +38,13 @@ def test_the_bundled_suite_runs_as_items_and_passes_with_controls_as_strict_xfai
         scenario = case.get("classname", "").rsplit(".", 2)[-2]
         seen[f"{scenario}/{case.get('name')}"] = case
     assert {k.split("/")[0] for k in seen} == {sc.id for sc in scenarios}
-    assert set(seen) == controls | plain
+    assert set(seen) == controls | plain | skipped
     for key, case in seen.items():
-        skipped = case.find("skipped")
-        assert (skipped is not None and skipped.get("type") == "pytest.xfail") == (key in controls)
+        if key in skipped:
+            assert "pip install 'harnesslab[" in (case.find("skipped").get("message") or "")
+            continue
+        skip = case.find("skipped")
+        assert (skip is not None and skip.get("type") == "pytest.xfail") == (key in controls)
         assert case.find("failure") is None
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert props["harnesslab_pass_rate"] == "1.00"
