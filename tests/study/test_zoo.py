@@ -4,7 +4,9 @@ the kill rate on the bundled suite holds (the survivors are docs/suite-power.md'
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,16 +56,33 @@ def test_a_bug_that_only_makes_a_control_pass_is_not_killed() -> None:
     assert "reserve-below-head-zh/default/s3.answered" in r["controls"]
 
 
+def readme_block(results: list[dict[str, Any]]) -> str:
+    """The README's zoo table: a bug and its first kill (scenario / variant / check, how) a
+    line; the turn is in the check's id."""
+    lines = [f"{'bug':<36} first killed by (scenario / variant / check)"]
+    for r in results:
+        k = r["kill"]
+        where = "SURVIVED" if k is None else \
+            f"{k['scenario']} / {k['variant']} / {k['check']} ({k['how']})"
+        lines.append(f"{r['bug']:<36} {where}")
+    return "\n".join(lines)
+
+
 @pytest.mark.slow
 def test_the_kill_rate_on_the_bundled_suite() -> None:
     paths = [str(p) for p in scenario_paths([str(bundled_dir())])]
     results = run_zoo(paths)
     table = format_kill_table(results)
     print("\n" + table)
-    # The README shows this table as the command prints it: a change of the suite or the zoo
-    # that moves a cell must move the README's too.
+    # The README shows each bug's first kill as the command finds it (its lines kept under
+    # the README's width): a change of the suite or the zoo that moves a cell must move the
+    # README's too.
+    # The table is made where the agentscope extra is installed (CI's slow stage): without
+    # it the AgentScope-profile variants are skipped and first kills move to later scenarios.
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    assert table.strip() in readme, "README.md's zoo table differs from `harnesslab bugs`"
+    if importlib.util.find_spec("agentscope") is not None:
+        assert readme_block(results) in readme, \
+            "README.md's zoo table differs from harnesslab bugs"
     survived = sorted(r["bug"] for r in results if r["kill"] is None)
     assert survived == sorted(SURVIVORS)
     killed = len(results) - len(survived)
