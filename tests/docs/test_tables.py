@@ -449,9 +449,11 @@ def test_an_agentscope_memory_row_lost_or_wrong_is_seen() -> None:
     text = page("agentscope-memory.md")
     assert as_memory_problems(without(text, "| memory-two-users-zh | agentic |")) == [
         "memory-two-users-zh/agentic: not listed"]
-    wrong = text.replace("| - | not yet: not applicable, with the reason |\n| `vector`",
-                         "| - | yes |\n| `vector`")
-    assert as_memory_problems(wrong)[0] == "wired ['agentic', 'vector', 'workspace']"
+    # A wired mode the page calls not wired (ReMe's row, "yes" -> "no").
+    wrong = text.replace("ReMe's indexes in `metadata/`) | yes |",
+                         "ReMe's indexes in `metadata/`) | no |")
+    assert wrong != text
+    assert as_memory_problems(wrong)[0] == "wired ['agentic', 'vector']"
     named = text.replace("| memory-cost-next-day-zh | agentic |", "| memory-cost-next-day-zh | agentik |")
     assert named != text
     assert as_memory_problems(named) == ["memory-cost-next-day-zh/agentic: not listed",
