@@ -277,6 +277,9 @@ def test_the_agentscope_adapter_reports_unwired_memory_as_not_applicable() -> No
     assert not_applicable(HarnessConfig()) == []
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="agentic"))) == []
     assert not_applicable(HarnessConfig(memory=MemorySettings(mode="vector"))) == []
-    assert not_applicable(HarnessConfig(memory=MemorySettings(mode="workspace"))) == [
-        "memory workspace: the adapter does not wire ReMeMiddleware (reme-ai) yet (wired: "
-        "agentic: AgenticMemoryMiddleware, vector: Mem0Middleware)"]
+    assert not_applicable(HarnessConfig(memory=MemorySettings(mode="workspace"))) == []
+    # The one mode AgentScope has no middleware for is reported, with what is wired.
+    assert not_applicable(HarnessConfig(memory=MemorySettings(mode="background"))) == [
+        "memory background: AgentScope 2.0.11 has no middleware that consolidates a user's "
+        "queued sessions later (wired: agentic: AgenticMemoryMiddleware, vector: "
+        "Mem0Middleware, workspace: ReMeMiddleware)"]
