@@ -29,8 +29,11 @@ from .conftest import collector_paused, report
 # (python -m), 7.5x to 9.3x before the fork server. The limit sits above the load's spread of
 # the new figures (3.1x and 3.3x were seen before the zygote preloaded the IDNA codec), below
 # the old limit of 5.5x: a launcher that ran site again would be about 3.6x.
+# Since the two AgentScope-profile scenarios (nine variants that import agentscope in every
+# program that runs them; in process it is imported once) the suite measures 3.25x to 3.65x
+# where agentscope is installed (CI's slow stage): the limit is 5x, above that spread.
 TARGET = 3.0
-LIMIT = 4.0
+LIMIT = 5.0
 WRAPPER = "cmd:" + zygote.command()  # the light launcher (adapters/launcher.py)
 
 
