@@ -21,6 +21,7 @@ identity decision as a ``tool_policy`` event, as the reference harness records i
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import secrets
@@ -187,13 +188,9 @@ class _OnFirstRequest:
         self._app: Any = None
         self._to_inner: Any = None
         self._lifespan: Any = None
-        import asyncio
-
         self._lock = asyncio.Lock()
 
     async def _start(self) -> None:
-        import asyncio
-
         app = self._build()
         to_inner: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         started = asyncio.get_running_loop().create_future()
