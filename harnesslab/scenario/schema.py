@@ -230,6 +230,7 @@ class SummarizerSpec(_Strict):
     refuse: float | None = None
     keep_superseded: float | None = None
     promote_claims: float | None = None
+    json_form: Literal["strict", "trailing_comma", "code_fence", "raw_newlines"] | None = None
 
 
 class ModelSpec(_Strict):

@@ -80,6 +80,10 @@ def test_the_fixture_is_valid(tmp_path: Path) -> None:
     ("  - name: default", "  - name: default\n    set: {trigger_ratio: 2}",
      r"s\.yaml:21: variants\[0\]\.set\.trigger_ratio: in variant 'default': Input should be "
      r"less than or equal to 0\.9"),
+    # a summarizer JSON form the fake model does not write
+    ("  - name: default", "  - name: default\n    set: {summarizer: {json_form: sloppy}}",
+     r"s\.yaml:21: variants\[0\]\.set\.summarizer\.json_form: in variant 'default': Input "
+     r"should be 'strict', 'trailing_comma', 'code_fence' or 'raw_newlines'"),
     # expect_fail naming no check
     ("  - name: default", "  - name: default\n    expect_fail: [resolves]",
      r"s\.yaml:21: variants\[0\]\.expect_fail\[0\]: no check 'resolves' in this scenario"),
