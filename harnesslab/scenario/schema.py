@@ -144,6 +144,14 @@ class Expect(_Strict):
         Field(default=None, description="Fake model only: the answer says it could not check, "
               "for this reason (a tool's error told apart, or no such tool offered)")
 
+    reports_failure: bool | None = Field(
+        default=None, description="What the harness tells its caller about the turn, read from "
+        "its own report (the harness interface's TurnResult.failed, a program's reply "
+        "`failed`, an exception it raised), never from the answer's text: true, it reports "
+        "the turn failed (the service rejected the request, the iteration limit ran out "
+        "without an answer) rather than returning an empty or canned answer as a success; "
+        "false, it reports an answer")
+
     def kinds(self) -> list[str]:
         out = ["answered"] if self.answered else []
         for k in ("mentions", "not_mentions", "called", "not_called", "request_contains"):
@@ -151,7 +159,7 @@ class Expect(_Strict):
                 out.append(k)
         for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "states_now",
                   "notes_removed",
-                  "max_images", "min_images", "in_force", "unable"):
+                  "max_images", "min_images", "in_force", "unable", "reports_failure"):
             if getattr(self, k) is not None:
                 out.append(k)
         return out
