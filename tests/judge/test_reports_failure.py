@@ -35,6 +35,11 @@ def test_a_rejected_turn_the_harness_reports_failed_passes_and_one_it_reports_an
     # The control: the same rejection returned as an empty answer (failed=False).
     assert outcome(True, turn(False, False, "overflow")) == \
         (False, "the harness reported an answer")
+    rejected = {"type": "overflow", "step": 1, "call": 1}
+    t = turn(False, False)
+    (c,) = evaluate_turn(Record({}, [rejected, t], {}), 1, Expect(reports_failure=True), t)
+    assert (c.passed, c.detail) == \
+        (False, "the harness reported an answer, but the service rejected the turn's last request")
 
 
 def test_the_models_could_not_check_is_an_answer_the_harness_delivered() -> None:
