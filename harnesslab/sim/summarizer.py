@@ -123,7 +123,7 @@ class SummarizerProfile(BaseModel):
         default="strict", description="How it writes the arguments of a structured-output "
         "call: strict JSON, or one of the slips real models make that a lenient parser "
         "(AgentScope's json_repair) still reads: trailing_comma (a comma before the closing "
-        "brace), code_fence (the object inside a ```json fence), raw_newlines (line breaks "
+        "brace), code_fence (the object inside a json code fence), raw_newlines (line breaks "
         "inside strings left unescaped). Not a loss: every item is still there")
 
     @field_validator("drop")
