@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -163,3 +164,34 @@ def _eventually(pred: Any, within: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
+def test_a_kept_import_that_starts_a_thread_ends_the_forking(tmp_path: Path) -> None:
+    """A fork copies no thread but every lock one may hold: once a kept import has started a
+    thread in the zygote, the programs after run in their own process (the launcher's)."""
+    module = f"prog_{secrets.token_hex(4)}"  # a zygote of its own (keyed by the module)
+    (tmp_path / "threaded_dep.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    (tmp_path / f"{module}.py").write_text(
+        "import os, sys\n"
+        "ZYGOTE_KEEP = ('threaded_dep',)\n"
+        "def main():\n"
+        "    import threaded_dep  # noqa: F401\n"
+        "    from harnesslab.adapters import zygote\n"
+        "    print(os.getpid(), flush=True)\n"
+        "    zygote.report_imports()\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n")
+    launcher = command_words(zygote.command(module))
+
+    def run() -> bool:
+        p = subprocess.Popen(launcher, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        return int(out.split()[0]) != p.pid
+
+    assert run()  # the control: a worker served it (its pid is not the launcher's)
+    assert _eventually(lambda: zygote.kept(module) == ["threaded_dep"])
+    assert not run()  # the zygote has a thread now: the launcher served it itself
