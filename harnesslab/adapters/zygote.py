@@ -25,6 +25,11 @@ size and time of every source file in it (an edited harness gets a new zygote). 
 its workers' are not the bench process's children's (the zygote is not its child):
 :func:`cpu_seconds` reports them, and the black-box benchmark adds them.
 ``HARNESSLAB_ZYGOTE=0`` turns it off: each program imports the harness itself.
+
+What a program imports on its own need and the served module lists in ``ZYGOTE_KEEP`` (the
+reference program: agentscope, for its prompts profile) the zygote imports once a worker has
+reported it (:func:`report_imports`, as the worker ends), for the workers it forks after:
+never before, so a suite that needs none of it pays nothing.
 """
 
 from __future__ import annotations
