@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from harnesslab.scenario.memory_files import MemoryFile
 from harnesslab.scenario.steps import (
     SESSION_KEYS,
     InstancesStep,
@@ -336,6 +337,9 @@ class Variant(_Strict):
                                   "AgentScope's texts from its package): where one is not "
                                   "installed the variant is skipped, with the reason and the "
                                   "pip install that adds it, never passed nor failed")
+    memory_files: list[MemoryFile] = Field(
+        default_factory=list, description="Files placed in the memory folders after the "
+        "scenario's (one at the same user and path replaces the scenario's)")
 
     @model_validator(mode="after")
     def _consistent(self) -> Variant:
@@ -383,6 +387,11 @@ class Scenario(_Strict):
         "its relative margin (0.01 = 1%): a harness whose cost on a run exceeds the reference "
         "harness's on the same variant and seed by more than the margin is worse, whatever its "
         "answers (harnesslab bugs and the mutation report count it as a kill)")
+    memory_files: list[MemoryFile] = Field(
+        default_factory=list, description="Files and folders placed in users' memory folders "
+        "before the first step, as a deployment's memory workspace holds them from earlier "
+        "weeks (the reference harness's per-user folder of workspace notes and MEMORY.md; a "
+        "harness without such a folder: not applicable)")
 
     def intents(self) -> dict[str, Intent]:
         return {k: v.to_intent() for k, v in self.lexicon.items()}
