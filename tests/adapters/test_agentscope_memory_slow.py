@@ -70,7 +70,7 @@ def test_mem0_runs_the_memory_scenarios_with_only_the_documented_failures(
                  "--out", str(tmp_path), "--json"])
     rows = json.loads(capsys.readouterr().out)["rows"]
     ran = [r for r in rows if not r["not_applicable"]]
-    assert len(ran) == 10 and code == 1
+    assert len(ran) == 11 and code == 1
     # docs/agentscope-memory.md: both traced to Mem0Middleware (memory after the question; the
     # write-back of texts only, top_k counting the preference).
     assert sorted(r["scenario"] for r in ran if not r["expected"]) == [
