@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import sys
 
+from harnesslab.adapters import zygote
+
 if __name__ == "__main__":
     # Served from a fork of a process that imported the harness once (adapters.zygote), as
     # long as one can serve it; else below, in this process.
-    from harnesslab.adapters import zygote
-
     zygote.launch("harnesslab.adapters.reference_program")
 
 import json
@@ -266,6 +266,13 @@ def main() -> None:
     _exit(harness)
 
 
+# What the zygote imports once a worker has needed it (adapters.zygote, report_imports): the
+# agentscope prompts profile's package (its texts, its JSON repair) and what it validates
+# with, two seconds of every program that runs that profile otherwise.
+ZYGOTE_KEEP = ("agentscope.agent", "agentscope.agent._config", "agentscope.exception",
+               "agentscope._utils._common", "jsonschema", "harnesslab.harness.agentscope_profile")
+
+
 def _exit(harness: ReferenceHarness | None) -> None:
     """End without the interpreter's finalisation: freeing every module's objects one by one
     costs a process of this size about a fifth of its start-up, for nothing it keeps. What
@@ -276,6 +283,7 @@ def _exit(harness: ReferenceHarness | None) -> None:
         harness.link.store.close()
     for f in (sys.stdout, sys.stderr):
         f.flush()
+    zygote.report_imports()
     os._exit(0)
 
 

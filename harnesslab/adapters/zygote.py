@@ -25,6 +25,11 @@ size and time of every source file in it (an edited harness gets a new zygote). 
 its workers' are not the bench process's children's (the zygote is not its child):
 :func:`cpu_seconds` reports them, and the black-box benchmark adds them.
 ``HARNESSLAB_ZYGOTE=0`` turns it off: each program imports the harness itself.
+
+What a program imports on its own need and the served module lists in ``ZYGOTE_KEEP`` (the
+reference program: agentscope, for its prompts profile) the zygote imports once a worker has
+reported it (:func:`report_imports`, as the worker ends), for the workers it forks after:
+never before, so a suite that needs none of it pays nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ else:
 
 OFF_ENV = "HARNESSLAB_ZYGOTE"
 ALIVE_ENV = "HARNESSLAB_ZYGOTE_ALIVE"  # the worker's end of the launcher's pipe
+# "<fd> <module> ...": the zygote's pipe, and the modules it would keep that it has not loaded
+WANTS_ENV = "HARNESSLAB_ZYGOTE_WANTS"
 _CHANNEL = ("HARNESSLAB_PROTOCOL_IN", "HARNESSLAB_PROTOCOL_OUT")
 _MAX_FDS = 8
 _START_TIMEOUT = 60.0
@@ -231,21 +238,43 @@ def launch(module: str) -> None:
     os._exit(code)
 
 
-def cpu_seconds(module: str = "harnesslab.adapters.reference_program") -> float:
-    """CPU seconds of this process's zygote and the workers it reaped (0 when it has none)."""
+def report_imports() -> None:
+    """In a worker, as its program ends: tell the zygote which of the modules it would keep
+    (``WANTS_ENV``) the program imported, so that the zygote imports them once for the
+    workers it forks later. A worker that is killed tells nothing: a later one will."""
+    wants = os.environ.get(WANTS_ENV, "").split()
+    got = [m for m in wants[1:] if m in sys.modules]
+    if got:
+        try:  # noqa: SIM105  (one write of less than PIPE_BUF: whole or not at all)
+            os.write(int(wants[0]), (" ".join(got) + "\n").encode())
+        except (OSError, ValueError):
+            pass  # the zygote is gone, or its pipe is full: a later worker tells it again
+
+
+def kept(module: str = "harnesslab.adapters.reference_program") -> list[str]:
+    """The modules this process's zygote would keep that it has loaded (none: no zygote)."""
+    return list(_stats(module).get("kept", []))
+
+
+def _stats(module: str) -> dict[str, Any]:
     conn = _connect(_address(module, os.getpid()))
     if conn is None:
-        return 0.0
+        return {}
     try:
         _send(conn, {"stats": True})
         reply, _ = _recv(conn)
     finally:
         conn.close()
-    return float(reply["cpu"]) if reply else 0.0
+    return reply or {}
+
+
+def cpu_seconds(module: str = "harnesslab.adapters.reference_program") -> float:
+    """CPU seconds of this process's zygote and the workers it reaped (0 when it has none)."""
+    return float(_stats(module).get("cpu", 0.0))
 
 
 # -- the zygote -----------------------------------------------------------------------------------
-def _worker(entry: Any, request: dict[str, Any], fds: list[int]) -> None:
+def _worker(entry: Any, request: dict[str, Any], fds: list[int], wants: str) -> None:
     """In the forked child: take the launcher's descriptors, environment and folder, serve."""
     for target, fd in zip((0, 1, 2), fds[:3], strict=True):
         os.dup2(fd, target)
@@ -257,6 +286,9 @@ def _worker(entry: Any, request: dict[str, Any], fds: list[int]) -> None:
     for name, fd in zip(_CHANNEL, channel, strict=False):
         env[name] = str(fd)
     env[ALIVE_ENV] = str(alive)
+    env.pop(WANTS_ENV, None)
+    if wants:
+        env[WANTS_ENV] = wants
     os.environ.clear()
     os.environ.update(env)
     os.chdir(request["cwd"])
@@ -285,6 +317,7 @@ def _worker(entry: Any, request: dict[str, Any], fds: list[int]) -> None:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
+        report_imports()  # a program that leaves by os._exit reports itself (reference_program)
         os._exit(code)
 
 
@@ -296,10 +329,23 @@ def serve(module: str, owner: int, ready: int) -> None:
     import signal
     import socket
     import struct
-    import threading  # noqa: F401  (for the workers, which start a thread each)
+    import threading  # and for the workers, which start a thread each
     import traceback  # noqa: F401
 
-    entry = importlib.import_module(module).main  # the one import of the harness
+    served = importlib.import_module(module)  # the one import of the harness
+    entry = served.main
+    # What some programs import on their own need, and cost every one of them again (the
+    # agentscope prompts profile imports the agentscope package, 2 s): not imported here for
+    # every bench process, but once a worker reports it imported them (report_imports), for
+    # the workers forked after. Only the served module's list is ever imported.
+    keep: tuple[str, ...] = tuple(getattr(served, "ZYGOTE_KEEP", ()))
+    tried: set[str] = set()
+    wants_r, wants_w = os.pipe()
+    os.set_blocking(wants_r, False)
+    os.set_blocking(wants_w, False)  # a worker never waits on the zygote to read
+    # Forking from a process with a thread of its own would copy locks that thread may hold:
+    # when a kept import starts one, later programs run in their own process instead.
+    forking = True
     # A worker's first connection by host name encodes the name as IDNA, and that codec's
     # import (stringprep, unicodedata, a regex compiled) cost every worker of the suite again.
     import encodings.idna  # noqa: F401
@@ -318,7 +364,7 @@ def serve(module: str, owner: int, ready: int) -> None:
     os.close(ready)
     workers: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, launcher connection)
     while True:
-        readable, _, _ = select.select([listener.fileno(), parent, *workers], [], [])
+        readable, _, _ = select.select([listener.fileno(), parent, wants_r, *workers], [], [])
         if parent in readable:  # the bench process is gone: so are its programs
             for pidfd, (pid, _conn) in workers.items():
                 with contextlib.suppress(OSError):
@@ -332,6 +378,16 @@ def serve(module: str, owner: int, ready: int) -> None:
                 _send(conn, {"code": os.waitstatus_to_exitcode(status)})
             conn.close()
             os.close(pidfd)
+        if wants_r in readable:
+            with contextlib.suppress(OSError):
+                names = set(os.read(wants_r, 1 << 16).decode(errors="replace").split())
+                for name in keep:
+                    if name in names and name not in tried:
+                        tried.add(name)  # once: an import that failed is not tried again
+                        with contextlib.suppress(Exception):
+                            importlib.import_module(name)
+                forking = forking and threading.active_count() == 1
+                gc.freeze()  # what the import built, as the harness's above
         if listener.fileno() not in readable:
             continue
         conn, _ = listener.accept()
@@ -345,18 +401,31 @@ def serve(module: str, owner: int, ready: int) -> None:
             continue
         if request.get("stats"):
             me, kids = (os.times()[:2]), os.times()[2:4]
-            _send(conn, {"cpu": sum(me) + sum(kids)})
+            _send(conn, {"cpu": sum(me) + sum(kids),
+                         "kept": [n for n in keep if n in sys.modules]})
             conn.close()
             continue
+        if not forking:  # no pid: the launcher runs the program itself
+            for fd in fds:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                _send(conn, {})
+            conn.close()
+            continue
+        missing = [n for n in keep if n not in sys.modules and n not in tried]
         pid = os.fork()
         if pid == 0:
             listener.close()
             os.close(parent)
+            os.close(wants_r)
+            if not missing:
+                os.close(wants_w)
             for pidfd, (_pid, other) in workers.items():
                 os.close(pidfd)
                 other.close()
             conn.close()
-            _worker(entry, request, fds)
+            _worker(entry, request, fds,
+                    " ".join([str(wants_w), *missing]) if missing else "")
         for fd in fds:
             os.close(fd)
         # A launcher gone already: its worker's pipe has ended, and the worker ends too.

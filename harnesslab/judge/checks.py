@@ -271,6 +271,18 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         why = ann.get("unable") if ann.get("kind") == "answer" else None
         add("unable", why == expect.unable and not turn.get("harness_failed", turn["failed"]),
             f"could not check: {why}" if why else "the answer did not say it could not check")
+    if expect.reports_failure is not None:
+        # The harness's own word, apart from the bench's verdict on the model's reply (a
+        # clarifying question fails a turn the harness answered; it is no report of failure).
+        said = bool(turn.get("harness_failed", turn["failed"]))
+        calls = _turn_calls(rec, step)
+        # What the service did to the turn's last request, so that a misreport (rejected, and
+        # reported answered) reads apart from a turn that simply had an answer.
+        last_rejected = bool(calls) and calls[-1]["type"] != "model_call"
+        add("reports_failure", said == expect.reports_failure,
+            f"the harness reported the turn failed ({turn['reason']})" if said else
+            "the harness reported an answer" + (
+                ", but the service rejected the turn's last request" if last_rejected else ""))
     if expect.max_images is not None:
         most = max((e.get("images", 0) for e in _turn_calls(rec, step)), default=0)
         add("max_images", most <= expect.max_images, f"at most {most} images in a request")

@@ -5,7 +5,7 @@ advances, fillers sized to a target, session steps, and the model failures a tur
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ from harnesslab.messages import DataBlock, Message, Request
 from harnesslab.record.writer import RecordWriter
 from harnesslab.run.doors import harness_context
 from harnesslab.run.instances import Instances
+from harnesslab.run.memory_files import place_memory_files
+from harnesslab.scenario.memory_files import MemoryFile
 from harnesslab.scenario.schema import (
     AdvanceStep,
     FillerStep,
@@ -129,10 +131,14 @@ def host_clock_offset(cls: Any, s: Settings) -> timedelta | None:
 
 def drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
           workdir: Path | None, on_step: Callable[[int], None] | None = None,
-          admit: Callable[[Harness], None] | None = None) -> None:
+          admit: Callable[[Harness], None] | None = None,
+          memory_files: Sequence[MemoryFile] = ()) -> None:
     """Run the scenario's steps. ``admit`` sees the first instance before any step (it raises
-    NotApplicable when the variant does not apply to what the harness declared)."""
+    NotApplicable when the variant does not apply to what the harness declared);
+    ``memory_files`` are placed in the workdir before the first instance is built."""
     cls = load_harness(s.harness.harness)
+    place_memory_files(memory_files, cls, s.harness, workdir, harness_label(s.harness.harness),
+                       writer)
     offset = host_clock_offset(cls, s)
     ctx, endpoint, cache = world_context(sc, s, world, writer, seed, workdir, offset)
 

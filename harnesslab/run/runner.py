@@ -38,6 +38,7 @@ from harnesslab.record.writer import RecordWriter
 from harnesslab.run.applicable import inapplicable, world_part_idle
 from harnesslab.run.drive import drive
 from harnesslab.scenario.loader import load_scenario
+from harnesslab.scenario.memory_files import merged
 from harnesslab.scenario.schema import (
     FailRate,
     Scenario,
@@ -208,7 +209,8 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                        control=bool(variant.expect_fail), role=variant.kind,
                        rates=variant.fail_rates)
     # On for session steps (settings.scenario_layers) and for long-term memory.
-    own = settings.harness.persist or settings.harness.memory.mode != "none"
+    files = merged(sc.memory_files, variant.memory_files)
+    own = settings.harness.persist or settings.harness.memory.mode != "none" or bool(files)
     workdir: Path | None = None
     if own or path is not None:
         # The run's own folder for the harness's files (offloaded context, store, memory),
@@ -237,7 +239,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
             raise NotApplicable(why)
 
     try:
-        drive(sc, settings, world, writer, seed, workdir, on_step, admit)
+        drive(sc, settings, world, writer, seed, workdir, on_step, admit, files)
         idle = world_part_idle(variant, declared[0], label, writer.record) if declared else None
         if idle is not None:
             raise NotApplicable(idle)

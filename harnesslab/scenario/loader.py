@@ -113,6 +113,10 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
         for k in step.expect.kinds():
             kinds[k] = kinds.get(k, 0) + 1
     errs += session_errors(sc.steps, set(users), sc.session.id, UserStep)
+    for where, files in [(("memory_files",), sc.memory_files)] + [
+            (("variants", vi, "memory_files"), v.memory_files) for vi, v in enumerate(sc.variants)]:
+        errs += [((*where, fi, "user"), f"unknown user {f.user!r}")
+                 for fi, f in enumerate(files) if f.user not in users]
     for s in sc.steps:
         for k in step_checks(s):
             kinds[k] = kinds.get(k, 0) + 1

@@ -21,6 +21,7 @@ from pydantic import (
     model_validator,
 )
 
+from harnesslab.scenario.memory_files import MemoryFile
 from harnesslab.scenario.steps import (
     SESSION_KEYS,
     InstancesStep,
@@ -144,6 +145,14 @@ class Expect(_Strict):
         Field(default=None, description="Fake model only: the answer says it could not check, "
               "for this reason (a tool's error told apart, or no such tool offered)")
 
+    reports_failure: bool | None = Field(
+        default=None, description="What the harness tells its caller about the turn, read from "
+        "its own report (the harness interface's TurnResult.failed, a program's reply "
+        "`failed`, an exception it raised), never from the answer's text: true, it reports "
+        "the turn failed (the service rejected the request, the iteration limit ran out "
+        "without an answer) rather than returning an empty or canned answer as a success; "
+        "false, it reports an answer")
+
     def kinds(self) -> list[str]:
         out = ["answered"] if self.answered else []
         for k in ("mentions", "not_mentions", "called", "not_called", "request_contains"):
@@ -151,7 +160,7 @@ class Expect(_Strict):
                 out.append(k)
         for k in ("max_chars", "min_chars", "fresh_fact", "resolves", "no_leak", "states_now",
                   "notes_removed",
-                  "max_images", "min_images", "in_force", "unable"):
+                  "max_images", "min_images", "in_force", "unable", "reports_failure"):
             if getattr(self, k) is not None:
                 out.append(k)
         return out
@@ -230,6 +239,7 @@ class SummarizerSpec(_Strict):
     refuse: float | None = None
     keep_superseded: float | None = None
     promote_claims: float | None = None
+    json_form: Literal["strict", "trailing_comma", "code_fence", "raw_newlines"] | None = None
 
 
 class ModelSpec(_Strict):
@@ -327,6 +337,9 @@ class Variant(_Strict):
                                   "AgentScope's texts from its package): where one is not "
                                   "installed the variant is skipped, with the reason and the "
                                   "pip install that adds it, never passed nor failed")
+    memory_files: list[MemoryFile] = Field(
+        default_factory=list, description="Files placed in the memory folders after the "
+        "scenario's (one at the same user and path replaces the scenario's)")
 
     @model_validator(mode="after")
     def _consistent(self) -> Variant:
@@ -374,6 +387,11 @@ class Scenario(_Strict):
         "its relative margin (0.01 = 1%): a harness whose cost on a run exceeds the reference "
         "harness's on the same variant and seed by more than the margin is worse, whatever its "
         "answers (harnesslab bugs and the mutation report count it as a kill)")
+    memory_files: list[MemoryFile] = Field(
+        default_factory=list, description="Files and folders placed in users' memory folders "
+        "before the first step, as a deployment's memory workspace holds them from earlier "
+        "weeks (the reference harness's per-user folder of workspace notes and MEMORY.md; a "
+        "harness without such a folder: not applicable)")
 
     def intents(self) -> dict[str, Intent]:
         return {k: v.to_intent() for k, v in self.lexicon.items()}

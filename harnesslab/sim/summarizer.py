@@ -74,6 +74,9 @@ __all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "restates", "su
 
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
 SummaryForm = Literal["structured", "freeform", "handoff", "pin", "memory"]
+JsonForm = Literal["strict", "trailing_comma", "code_fence", "raw_newlines"]
+# An escaped line break (\n) that is not the tail of an escaped backslash (\\n).
+_ESCAPED_NEWLINE = re.compile(r"(?<!\\)\\n")
 # A non-lexicon message asking in words for a summary (what a real model would follow).
 _ASKS_SUMMARY_RE = re.compile(r"\bsummari[sz]e\b|\bsummary\b|总结|摘要", re.IGNORECASE)
 
@@ -116,6 +119,12 @@ class SummarizerProfile(BaseModel):
     promote_claims: float = Field(
         default=0.0, ge=0.0, le=1.0, description="Rate at which a claim loses its 'unverified' "
         "([claim:identity=U-2]): written as established, the fake model trusts it")
+    json_form: JsonForm = Field(
+        default="strict", description="How it writes the arguments of a structured-output "
+        "call: strict JSON, or one of the slips real models make that a lenient parser "
+        "(AgentScope's json_repair) still reads: trailing_comma (a comma before the closing "
+        "brace), code_fence (the object inside a json code fence), raw_newlines (line breaks "
+        "inside strings left unescaped). Not a loss: every item is still there")
 
     @field_validator("drop")
     @classmethod
@@ -493,7 +502,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
         body = json.dumps(_fill(asked_json, body), ensure_ascii=False)
     blocks: tuple[Block, ...]
     if isinstance(body, dict):
-        args = json.dumps(body, ensure_ascii=False)
+        args = written_json(json.dumps(body, ensure_ascii=False), profile.json_form)
         call_id = "call_" + hashlib.sha256(
             (serialized + SUMMARY_TOOL + args).encode("utf-8")).hexdigest()[:12]
         blocks = (ToolCallBlock(call_id, SUMMARY_TOOL, args),)
@@ -509,6 +518,20 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
         **({"promoted": loss.promoted} if loss.promoted else {}),
     }
     return blocks, note("summary", content, form=form, items=items)
+
+
+def written_json(strict: str, form: JsonForm) -> str:
+    """A JSON object's text as the model writes it in ``form`` (SummarizerProfile.json_form):
+    the same keys and values, with one slip of syntax a strict ``json.loads`` rejects."""
+    if form == "trailing_comma":
+        return strict[:-1] + ",}" if strict.endswith("}") and strict != "{}" else strict
+    if form == "code_fence":
+        return f"```json\n{strict}\n```"
+    if form == "raw_newlines":
+        # json.dumps escapes a line break inside a string; a careless model writes it raw (an
+        # object with no multi-line value stays strict).
+        return _ESCAPED_NEWLINE.sub("\n", strict)
+    return strict
 
 
 def json_properties(request: Request) -> dict[str, Any] | None:

@@ -292,6 +292,12 @@ def compare_records(ref: Record, ags: Record, c: Comparison) -> None:
 def _inapplicable(sc: Scenario, variant: Variant, cli_set: Mapping[str, Any]) -> str | None:
     cfg = resolve_settings(sc, variant, {**cli_set, **ADAPTER}).harness
     reasons = not_applicable(cfg)
+    if variant.set.get("prompts", "agentscope") != "agentscope":
+        # The reference runs with AgentScope's texts here; a variant defined by another prompt
+        # profile (its parse of the summary, its hints) has no AgentScope counterpart, since
+        # AgentScope always sends its own texts and repairs its summary's JSON.
+        reasons.append(f"the variant sets prompts={variant.set['prompts']}: AgentScope always "
+                       "sends its own texts and parses its summary its own way")
     if agentscope_timezone(sc.world.now) is None:
         reasons.append("the world clock's UTC offset is not whole hours (no IANA zone name)")
     return "; ".join(reasons) or None

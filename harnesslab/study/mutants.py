@@ -147,12 +147,20 @@ class Equivalent(BaseModel):
 
 
 class OutOfScope(BaseModel):
-    """A function of harness/ that no harness run calls (a reader for an inspection command):
-    the suite cannot test it, so its mutants are listed apart and left out of the score."""
+    """A function of harness/ that no harness run calls (a reader for an inspection command),
+    or one statement of a function runs call that only an inspection command's argument
+    reaches: the suite cannot test it, so its mutants are listed apart and left out of the
+    score."""
 
     model_config = ConfigDict(extra="forbid")
     path: str = Field(description="The file, relative to harnesslab/ (harness/store.py)")
     function: str = Field(description="Its qualified name (SessionStore.rollout)")
+    statement: str | None = Field(
+        default=None, min_length=1,
+        description="Only this statement of the function, as written (stripped, one line): for "
+                    "a branch of a function every run calls that only a reader takes "
+                    "(SessionStore.__init__ with read_only=True); matched like an equivalent's "
+                    "line, so the entry survives line shifts")
     reason: str = Field(min_length=10, description="Who calls it instead, and why no run does")
 
 
@@ -198,7 +206,9 @@ def qualname(m: Mutant) -> str:
 
 def out_of_scope_reason(m: Mutant, scope: Sequence[OutOfScope]) -> str | None:
     name = qualname(m)
-    return next((o.reason for o in scope if o.path == m.path and o.function == name), None)
+    before = diff_lines(m)[0]
+    return next((o.reason for o in scope if o.path == m.path and o.function == name
+                 and o.statement in (None, before)), None)
 
 
 def diff_lines(m: Mutant) -> tuple[str, str]:

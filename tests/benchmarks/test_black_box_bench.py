@@ -30,10 +30,14 @@ from .conftest import collector_paused, report
 # the new figures (3.1x and 3.3x were seen before the zygote preloaded the IDNA codec), below
 # the old limit of 5.5x: a launcher that ran site again would be about 3.6x.
 # Since the two AgentScope-profile scenarios (nine variants that import agentscope in every
-# program that runs them; in process it is imported once) the suite measures 3.25x to 3.65x
-# where agentscope is installed (CI's slow stage): the limit is 5x, above that spread.
+# program that runs them; in process it is imported once) the suite measured 3.25x to 3.65x
+# where agentscope is installed (CI's slow stage). With the zygote keeping agentscope once a
+# worker needed it (adapters/zygote.py, ZYGOTE_KEEP) it measures 2.59x to 2.98x (this venv,
+# five runs) and 2.79x, 2.87x and 3.29x in a clean CI venv with an empty tokenizer cache (the
+# in-process figure moves most with the load: 11.3 s in the last). The limit sits between
+# those and the figures before.
 TARGET = 3.0
-LIMIT = 5.0
+LIMIT = 3.5
 WRAPPER = "cmd:" + zygote.command()  # the light launcher (adapters/launcher.py)
 
 

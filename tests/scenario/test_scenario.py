@@ -80,9 +80,24 @@ def test_the_fixture_is_valid(tmp_path: Path) -> None:
     ("  - name: default", "  - name: default\n    set: {trigger_ratio: 2}",
      r"s\.yaml:21: variants\[0\]\.set\.trigger_ratio: in variant 'default': Input should be "
      r"less than or equal to 0\.9"),
+    # a summarizer JSON form the fake model does not write
+    ("  - name: default", "  - name: default\n    set: {summarizer: {json_form: sloppy}}",
+     r"s\.yaml:21: variants\[0\]\.set\.summarizer\.json_form: in variant 'default': Input "
+     r"should be 'strict', 'trailing_comma', 'code_fence' or 'raw_newlines'"),
     # expect_fail naming no check
     ("  - name: default", "  - name: default\n    expect_fail: [resolves]",
      r"s\.yaml:21: variants\[0\]\.expect_fail\[0\]: no check 'resolves' in this scenario"),
+    # memory_files: a path that leaves the user's folder, an unknown user, two contents, bad hex
+    ("lexicon:", "memory_files:\n  - {user: U-1, path: ../MEMORY.md, text: x}\nlexicon:",
+     r"s\.yaml:15: memory_files\[0\]\.path: .*must be relative to the user's memory folder"),
+    ("lexicon:", "memory_files:\n  - {user: U-1, path: /etc/MEMORY.md, text: x}\nlexicon:",
+     r"s\.yaml:15: memory_files\[0\]\.path: .*must be relative"),
+    ("lexicon:", "memory_files:\n  - {user: U-9, path: MEMORY.md, text: x}\nlexicon:",
+     r"s\.yaml:15: memory_files\[0\]\.user: unknown user 'U-9'"),
+    ("lexicon:", "memory_files:\n  - {user: U-1, path: MEMORY.md, text: x, dir: true}\nlexicon:",
+     r"s\.yaml:15: memory_files\[0\]: .*exactly one of text, hex or dir"),
+    ("lexicon:", "memory_files:\n  - {user: U-1, path: MEMORY.md, hex: 'ff f'}\nlexicon:",
+     r"s\.yaml:15: memory_files\[0\]\.hex: .*not pairs of hex digits"),
     # a step of no known kind
     ('  - user: "O-1001 到哪了？"', '  - wait: 1d\n  - user: "O-1001 到哪了？"',
      r"s\.yaml:17: steps\[0\]: a step needs one of the keys user, advance, filler"),

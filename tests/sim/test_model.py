@@ -527,6 +527,33 @@ def test_structured_summary_with_unknown_fields_puts_everything_first() -> None:
         "extra": ""}
 
 
+def _written(form: str) -> str:
+    prompt = Message("user", (TextBlock("Summarize; keep it short."), TextBlock("<reminder>")))
+    m = model(summarizer=SummarizerProfile.model_validate({"json_form": form}))
+    return call_of(m.reply(req(*CONVERSATION, prompt,
+                               tools=(summary_tool(AGENTSCOPE_FIELDS),)))).input
+
+
+@pytest.mark.parametrize("form", ["trailing_comma", "code_fence", "raw_newlines"])
+def test_a_malformed_json_form_is_rejected_strictly_and_repaired_to_the_same_summary(
+        form: str) -> None:
+    strict = json.loads(_written("strict"))
+    written = _written(form)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(written)
+    assert "\\n" in _written("strict")  # multi-line fields: raw_newlines has some to leave raw
+    common = pytest.importorskip("agentscope._utils._common")
+    schema = summary_tool(AGENTSCOPE_FIELDS).to_dict()["function"]["parameters"]
+    assert common._json_loads_with_repair(written, schema) == strict
+
+
+def test_the_json_form_is_faithful_and_strict_by_default() -> None:
+    assert SummarizerProfile().json_form == "strict"
+    assert SummarizerProfile(json_form="trailing_comma").profile == "faithful"
+    with pytest.raises(ValidationError, match="json_form"):
+        SummarizerProfile.model_validate({"json_form": "sloppy"})
+
+
 def test_freeform_summary() -> None:
     r = model().reply(req(*CONVERSATION, user(f"{FREEFORM_SUMMARY_MARKER} summarize")))
     assert text_of(r) == (f"[summary]\n{GOALS}\n{FACT}\n{CLAIM}\n[constraint:brevity]\n"

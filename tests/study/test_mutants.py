@@ -100,6 +100,12 @@ def test_the_checked_in_equivalents_file_loads_and_a_bad_one_is_one_line(tmp_pat
     for o in checked_in.out_of_scope:
         names = [n for _, _, n in mut._functions(o.path)]
         assert o.function in names, o
+        if o.statement is not None:
+            # One statement of a function runs call: it is in that function, once.
+            [(first, last)] = [(a, b) for a, b, n in mut._functions(o.path) if n == o.function]
+            lines = (mut.PACKAGE / o.path).read_text(encoding="utf-8").splitlines()[first - 1:last]
+            assert [ln.strip() for ln in lines].count(o.statement) == 1, o
+            continue
         short = o.function.rsplit(".", 1)[-1]
         callers = [p for p in runtime if f".{short}(" in p.read_text(encoding="utf-8")
                    or f" {short}(" in p.read_text(encoding="utf-8").replace(f"def {short}(", "")]
@@ -108,6 +114,24 @@ def test_the_checked_in_equivalents_file_loads_and_a_bad_one_is_one_line(tmp_pat
     bad.write_text("equivalents:\n  - path: harness/x.py\n    reason: short\n")
     with pytest.raises(InputError, match="bad equivalents file"):
         mut.load_equivalents(bad)
+
+
+def test_a_statement_out_of_scope_leaves_the_rest_of_its_function_in(
+        every: list[mut.Mutant]) -> None:
+    scope = mut.load_equivalents().out_of_scope
+    ro = _one(every, "harness/store.py", "ReplaceBinaryOperator_Div_Mul",
+              "self._db = _open_read_only(root / DB_NAME)")
+    rw = _one(every, "harness/store.py", "ReplaceBinaryOperator_Div_Mul",
+              "self._db = sqlite3.connect(root / DB_NAME, isolation_level=None, timeout=30)")
+    assert mut.qualname(ro) == mut.qualname(rw) == "SessionStore.__init__"
+    assert mut.out_of_scope_reason(ro, scope) is not None
+    assert mut.out_of_scope_reason(rw, scope) is None  # the branch every run takes stays in
+    # The entry's claim: only the store's readers (study/, for harnesslab sessions) open a
+    # store read-only; nothing a run imports does.
+    runtime = [p for p in mut.PACKAGE.rglob("*.py")
+               if p.relative_to(mut.PACKAGE).parts[0] not in ("study", "cli")]
+    assert [p for p in runtime if "read_only=True" in p.read_text(encoding="utf-8")] == []
+    assert "read_only=True" in (mut.PACKAGE / "study" / "sessions.py").read_text(encoding="utf-8")
 
 
 def test_the_cli_names_an_unknown_mutant_in_one_line() -> None:

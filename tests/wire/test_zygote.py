@@ -9,12 +9,14 @@ import json
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,14 +76,14 @@ def words(request: pytest.FixtureRequest) -> list[str]:
     return COMMANDS[request.param]
 
 
-def _start(tmp_path: Path, url: str, words: list[str], **extra: str
-           ) -> tuple[Program, int | None]:
+def _start(tmp_path: Path, url: str, words: list[str], hello: dict[str, Any] = HELLO,
+           **extra: str) -> tuple[Program, int | None]:
     """A program and the worker forked for it (None: no new worker)."""
     before = _zygote_children()
     env = {**os.environ, "OPENAI_API_KEY": secrets.token_hex(8), "PYTHONUNBUFFERED": "1",
            "HARNESSLAB_TOOLS_URL": url, **extra}
     program = Program(words, env, timeout=60, logs=tmp_path / f"p-{secrets.token_hex(4)}")
-    assert program.ask(HELLO, "hello") == {"type": "hello", "honours": ["*"]}
+    assert program.ask(hello, "hello") == {"type": "hello", "honours": ["*"]}
     new = _zygote_children() - before
     assert len(new) <= 1, new
     return program, next(iter(new), None)
@@ -132,3 +134,64 @@ def test_with_the_zygote_off_the_program_serves_itself(tmp_path: Path, tools_url
     assert worker is None and _harness_loaded(program.proc.pid)  # it serves itself
     program.stop()
     assert program.proc.returncode == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
+def test_the_zygote_keeps_what_a_worker_needed_for_the_workers_after_it(
+        tmp_path: Path, tools_url: str) -> None:
+    """The agentscope prompts profile imports the agentscope package (two seconds): the zygote
+    imports it once a worker has, not before (a suite that never needs it never pays it)."""
+    pytest.importorskip("agentscope")
+    words = COMMANDS["launcher"]
+    plain, _ = _start(tmp_path, tools_url, words)
+    plain.stop()
+    assert zygote.kept() == []  # the control: a program of the default profile needs none of it
+    hello = {**HELLO, "settings": {"prompts": "agentscope"}}
+    first, wa = _start(tmp_path, tools_url, words, hello=hello)
+    assert wa is not None and "agentscope.agent" not in zygote.kept()  # imported by the worker
+    first.stop()
+    assert _eventually(lambda: "agentscope.agent" in zygote.kept())
+    second, wb = _start(tmp_path, tools_url, words, hello=hello)
+    assert wb is not None  # still a fork of its own, with the package loaded before it
+    second.proc.kill()
+    assert _gone(wb)  # a kill of the program ends its worker, as before
+
+
+def _eventually(pred: Any, within: float = 30.0) -> bool:
+    deadline = time.monotonic() + within  # scheduling: the zygote imports between forks
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
+def test_a_kept_import_that_starts_a_thread_ends_the_forking(tmp_path: Path) -> None:
+    """A fork copies no thread but every lock one may hold: once a kept import has started a
+    thread in the zygote, the programs after run in their own process (the launcher's)."""
+    module = f"prog_{secrets.token_hex(4)}"  # a zygote of its own (keyed by the module)
+    (tmp_path / "threaded_dep.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    (tmp_path / f"{module}.py").write_text(
+        "import os, sys\n"
+        "ZYGOTE_KEEP = ('threaded_dep',)\n"
+        "def main():\n"
+        "    import threaded_dep  # noqa: F401\n"
+        "    from harnesslab.adapters import zygote\n"
+        "    print(os.getpid(), flush=True)\n"
+        "    zygote.report_imports()\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n")
+    launcher = command_words(zygote.command(module))
+
+    def run() -> bool:
+        p = subprocess.Popen(launcher, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        return int(out.split()[0]) != p.pid
+
+    assert run()  # the control: a worker served it (its pid is not the launcher's)
+    assert _eventually(lambda: zygote.kept(module) == ["threaded_dep"])
+    assert not run()  # the zygote has a thread now: the launcher served it itself
