@@ -12,7 +12,9 @@ calls, session by session, in order):
   of its tool calls, and it is not the call whose text became a turn's reply (a request sent
   again unchanged is a retry: the reply before it was not taken up). A later request holding
   the call's whole history is no evidence: a failing summary's request is extended, history
-  and all, by the next attempt's;
+  and all, by the next attempt's. A rejected request is one when its conversation ends at an
+  older point of the request before it (a summary request over the part to compress, refused):
+  a main-line request carries the conversation up to its newest message;
 - **summary calls**: auxiliary calls whose reply (its text, or a string value of its tool
   call's arguments, at least ``MIN_SHARED`` characters) shows up in a later request of the
   session: the harness kept what it asked for (a summary, extracted pins, memory items);
@@ -124,6 +126,7 @@ def observe(rec: Record) -> Observed:
     is_conversation = _conversation(rec)
     aux: set[int] = set()
     summaries: set[int] = set()
+    seen_before: set[str] = set()
     compactions: list[dict[str, Any]] = []
     for seq in by_session.values():
         hashes = [rec.message_hashes(c["request"]) for c in seq]
@@ -154,6 +157,21 @@ def observe(rec: Record) -> Observed:
             return any(at[seq[i]["call"]] < k < end for k in killed)
 
 
+        # A rejected request that ends, in conversation, at an older point of the request
+        # before it (a summary request over the part to compress, refused as the same belief
+        # sized it) was an auxiliary attempt, not the main line's: its break is the one
+        # compaction the next request shows, not a compaction of its own.
+        prev_last: str | None = None
+        for i, c in enumerate(seq):
+            conv = [h for h in hashes[i] if is_conversation(h)]
+            last_conv = conv[-1] if conv else None
+            if c["type"] != "model_call" and prev_last is not None \
+                    and last_conv is not None and last_conv != prev_last \
+                    and last_conv in seen_before:
+                aux.add(c["call"])
+                continue
+            seen_before = set(hashes[i])
+            prev_last = last_conv
         for i, c in enumerate(seq):
             if c["type"] != "model_call":
                 continue  # rejected: nothing came back to take up or leave

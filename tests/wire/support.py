@@ -109,13 +109,15 @@ def _in_order(part: list[Any], whole: list[Any]) -> bool:
 
 
 # Why a black-box program cannot run a variant: a scenario that needs the harness's own
-# estimate (a fill_to filler), or variants defined by settings it does not declare. Restarts,
+# estimate (a fill_to filler), variants defined by settings it does not declare, or files
+# placed in per-user memory folders a program does not expose. Restarts,
 # alternate instances and kills do run (a fresh process on the same session and workdir),
 # judged from the requests.
 NOT_APPLICABLE_TO_PROGRAMS = ("NotApplicable: filler fill_to needs the harness's own estimate",
                               # variants defined by settings the program does not declare
                               "honours none of: ",
-                              "asked for no summary or extraction, so the fake model's")
+                              "asked for no summary or extraction, so the fake model's",
+                              "has no memory folder the bench can place them in")
 
 
 def assert_only_not_applicable(rows: Mapping[tuple[str, str], Any]) -> None:

@@ -203,3 +203,21 @@ def test_a_harness_that_compacts_before_any_request_shows_the_answer(tmp_path: P
     assert compacting.verdict is not None and compacting.verdict.ok  # the handoff kept the fact
     assert keep.metrics["compactions"] == 0 and keep.metrics["summary_tokens"] == 0
     assert keep.verdict is not None and keep.verdict.ok
+
+
+def test_a_rejected_summary_request_is_an_attempt_not_a_compaction(tmp_path: Path) -> None:
+    """retry_on_overflow with a belief twice the window: the reply is rejected, the summary
+    request (over the part to compress) is rejected too, truncation drops the old part and the
+    retry is served. One compaction in process; from outside the refused summary request is
+    an auxiliary attempt, so one too (not a break into it and another out of it)."""
+    inproc, wire, a, b = _both(tmp_path, "failure-reported-zh", "retry-on-overflow")
+    assert wire.metrics["compactions"] == inproc.metrics["compactions"] == 1
+    refused = [e["call"] for e in a.of_type("overflow") if e["purpose"] == "summary"]
+    assert refused and set(refused) <= observe(b).auxiliary
+    # The control: the refused summary request does remove conversation from the rejected
+    # reply before it (it ends at an older message), so taken as a main-line request it shows
+    # a break of its own: two compactions.
+    calls = [e for e in b.events if e["type"] in ("model_call", "overflow")]
+    at = next(i for i, e in enumerate(calls) if e["call"] == refused[0])
+    before, summary = (set(b.message_hashes(calls[k]["request"])) for k in (at - 1, at))
+    assert before - summary
