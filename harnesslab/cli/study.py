@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
+from typing import Any
 
 from harnesslab.cli.common import parse_sets, positive_int
 from harnesslab.errors import InputError
@@ -50,6 +52,38 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Lines:
+    """Progress for a log (stderr not a terminal): a line every minute or every tenth of the
+    mutants, with the counts by status so far and the wall time left at the rate so far."""
+
+    EVERY_SECONDS = 60.0
+
+    def __init__(self, total: int) -> None:
+        import time
+
+        self.total, self.done, self.by = total, 0, Counter[str]()
+        self._t0 = self._last = time.monotonic()
+        self._step, self._last_done = max(1, total // 10), 0
+
+    def update(self, status: str) -> None:
+        import time
+
+        self.done += 1
+        self.by[status] += 1
+        now = time.monotonic()
+        if self.done == self.total or now - self._last >= self.EVERY_SECONDS \
+                or self.done - self._last_done >= self._step:
+            spent = now - self._t0
+            left = spent / self.done * (self.total - self.done)
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(self.by.items()))
+            print(f"mutants: {self.done}/{self.total} ({counts}); {spent / 60:.1f} min, about "
+                  f"{left / 60:.0f} min left", file=sys.stderr, flush=True)
+            self._last, self._last_done = now, self.done
+
+    def close(self) -> None:
+        pass
+
+
 def _cmd_mutants(args: argparse.Namespace) -> int:
     import resource
     import time
@@ -73,15 +107,21 @@ def _cmd_mutants(args: argparse.Namespace) -> int:
     else:
         chosen = mut.stratified_sample(every, args.sample, args.sample_seed)
     equivalents = mut.load_equivalents()
+    tty = sys.stderr.isatty()
+    if not tty:
+        print(f"mutants: {len(chosen)} chosen; the coverage map of {len(paths)} scenario files "
+              "first (cached after its first run)", file=sys.stderr, flush=True)
     cmap = mut.coverage_map(paths)
     plan = time.process_time() - t0
-    progress = None
-    if not args.json and sys.stderr.isatty():
+    progress: Any = None
+    if not args.json and tty:
         from tqdm import tqdm
 
         progress = tqdm(total=len(chosen), unit="mutant", file=sys.stderr)
+    elif not tty:
+        progress = _Lines(len(chosen))
     results = mut.run_mutants(chosen, cmap, workers=args.workers or 2, equivalents=equivalents,
-                              on_done=(lambda r: progress.update())
+                              on_done=(lambda r: progress.update(r.status))
                               if progress is not None else None)
     if progress is not None:
         progress.close()

@@ -143,3 +143,22 @@ def test_the_cli_names_an_unknown_mutant_in_one_line() -> None:
                        timeout=300)
     assert p.returncode == 2
     assert "no mutant 'harness/nope.py:1:X:0'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_cli_prints_progress_lines_to_a_log(every: list[mut.Mutant], tmp_path: Path) -> None:
+    """stderr not a terminal (a log, CI): a line before the coverage map and one per tenth of
+    the mutants, with the counts by status so far and the time left."""
+    import os
+    import subprocess
+    import sys
+
+    clock = _one(every, "harness/agent.py", "ReplaceBinaryOperator_Add_LShift",
+                 "return self.clock.now() + timedelta(hours=self.cfg.clock_offset_hours)")
+    p = subprocess.run([sys.executable, "-m", "harnesslab.cli", "bugs", "--mutants",
+                        "--mutant", clock.id, str(CHEAP)], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "HARNESSLAB_CACHE_DIR": str(tmp_path)})
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("mutants: ")]
+    assert lines[0] == ("mutants: 1 chosen; the coverage map of 1 scenario files first "
+                        "(cached after its first run)")
+    assert lines[-1].startswith("mutants: 1/1 (1 killed); ") and "min left" in lines[-1]
