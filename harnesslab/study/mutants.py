@@ -24,6 +24,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -493,7 +494,7 @@ class _MutantLoader(importlib.machinery.SourceFileLoader):
         self.code = code
 
     def get_code(self, fullname: str) -> Any:
-        return compile(self.code, self.path, "exec", dont_inherit=True)
+        return _compile(self.code, self.path)
 
 
 # Kept across mutants: they import no harness module, and the tokenizers they hold are costly.
@@ -555,9 +556,18 @@ def _child(m: Mutant, mutated: str, targets: Sequence[Target], out: Path,
 INVALID_REASON = "not valid Python (cosmic-ray's incompetent mutant): there is no harness to test"
 
 
+def _compile(code: str, path: str) -> Any:
+    """A mutant's module compiled without its SyntaxWarnings: cosmic-ray's ``==`` to ``is``
+    against a literal warns on every compile, thousands of lines that would bury a log's
+    progress lines; the mutant is what it is either way."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return compile(code, path, "exec", dont_inherit=True)
+
+
 def _compiles(code: str, path: str) -> bool:
     try:
-        compile(code, path, "exec", dont_inherit=True)
+        _compile(code, path)
     except SyntaxError:
         return False
     return True

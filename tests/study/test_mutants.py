@@ -162,3 +162,18 @@ def test_the_cli_prints_progress_lines_to_a_log(every: list[mut.Mutant], tmp_pat
     assert lines[0] == ("mutants: 1 chosen; the coverage map of 1 scenario files first "
                         "(cached after its first run)")
     assert lines[-1].startswith("mutants: 1/1 (1 killed); ") and "min left" in lines[-1]
+
+
+def test_a_mutant_compiles_without_its_syntax_warnings() -> None:
+    """cosmic-ray's ``==`` to ``is`` against a literal warns on each compile; a full run's log
+    would be thousands of those lines. Under warnings as errors a warning would surface as a
+    SyntaxError: the mutant still compiles, and the one that is not Python still does not."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mut._compiles("x = 1\nif x is 1:\n    pass\n", "m.py")
+        assert not mut._compiles("def f(self, -, x): pass\n", "m.py")
+        # The control: the same source warns when compiled plainly.
+        with pytest.raises(SyntaxError):
+            compile("x = 1\nif x is 1:\n    pass\n", "m.py", "exec", dont_inherit=True)
