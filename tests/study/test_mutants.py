@@ -177,3 +177,19 @@ def test_a_mutant_compiles_without_its_syntax_warnings() -> None:
         # The control: the same source warns when compiled plainly.
         with pytest.raises(SyntaxError):
             compile("x = 1\nif x is 1:\n    pass\n", "m.py", "exec", dont_inherit=True)
+
+
+def test_a_mutant_from_the_copied_tree_is_cosmic_rays_own(every: list[mut.Mutant]) -> None:
+    """Mutant.source mutates a copy of the module's parsed tree (parsed once per module):
+    the same code as cosmic-ray's mutate_code on the file, for a spread of modules and
+    operators; and each mutant differs from the module (the copy is not reused mutated)."""
+    from cosmic_ray.mutating import mutate_code
+
+    sample = mut.stratified_sample(every, 40, seed=3)
+    ops = mut._engine()
+    for m in sample:
+        code, mutated = m.source()
+        assert mutated == mutate_code(code, ops.get_operator(m.operator)(), m.occurrence)
+        assert mutated is None or mutated != code
+    a, b = [m for m in every if m.path == sample[0].path][:2]
+    assert a.source()[1] != b.source()[1]
