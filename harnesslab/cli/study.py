@@ -54,30 +54,39 @@ def _cmd_bugs(args: argparse.Namespace) -> int:
 
 class _Lines:
     """Progress for a log (stderr not a terminal): a line every minute or every tenth of the
-    mutants, with the counts by status so far and the wall time left at the rate so far."""
+    mutants, with the counts by status so far and, once mutants run, the wall time left at
+    their rate (the ones settled without a run, equivalent, out of scope or unreached, come
+    first and cost next to nothing)."""
 
     EVERY_SECONDS = 60.0
+    FREE = frozenset({"equivalent", "out-of-scope", "unreached"})
 
     def __init__(self, total: int) -> None:
         import time
 
-        self.total, self.done, self.by = total, 0, Counter[str]()
-        self._t0 = self._last = time.monotonic()
+        self.total, self.done, self.ran, self.by = total, 0, 0, Counter[str]()
+        self._t0 = self._last = self._runs_from = time.monotonic()
         self._step, self._last_done = max(1, total // 10), 0
 
     def update(self, status: str) -> None:
         import time
 
+        now = time.monotonic()
         self.done += 1
         self.by[status] += 1
-        now = time.monotonic()
+        if status in self.FREE:
+            self._runs_from = now  # the planning pass settles these before any run ends
+        else:
+            self.ran += 1
         if self.done == self.total or now - self._last >= self.EVERY_SECONDS \
                 or self.done - self._last_done >= self._step:
-            spent = now - self._t0
-            left = spent / self.done * (self.total - self.done)
             counts = ", ".join(f"{n} {k}" for k, n in sorted(self.by.items()))
-            print(f"mutants: {self.done}/{self.total} ({counts}); {spent / 60:.1f} min, about "
-                  f"{left / 60:.0f} min left", file=sys.stderr, flush=True)
+            left = ""
+            if self.ran and self.done < self.total:
+                rate = (now - self._runs_from) / self.ran
+                left = f", about {rate * (self.total - self.done) / 60:.0f} min left"
+            print(f"mutants: {self.done}/{self.total} ({counts}); "
+                  f"{(now - self._t0) / 60:.1f} min{left}", file=sys.stderr, flush=True)
             self._last, self._last_done = now, self.done
 
     def close(self) -> None:
