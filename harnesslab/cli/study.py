@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import Counter
 from typing import Any
 
@@ -62,15 +63,11 @@ class _Lines:
     FREE = frozenset({"equivalent", "out-of-scope", "unreached"})
 
     def __init__(self, total: int) -> None:
-        import time
-
         self.total, self.done, self.ran, self.by = total, 0, 0, Counter[str]()
         self._t0 = self._last = self._runs_from = time.monotonic()
         self._step, self._last_done = max(1, total // 10), 0
 
     def update(self, status: str) -> None:
-        import time
-
         now = time.monotonic()
         self.done += 1
         self.by[status] += 1
@@ -95,7 +92,6 @@ class _Lines:
 
 def _cmd_mutants(args: argparse.Namespace) -> int:
     import resource
-    import time
     from dataclasses import asdict
 
     from harnesslab.scenario.loader import bundled_dir, scenario_paths

@@ -126,7 +126,6 @@ def observe(rec: Record) -> Observed:
     is_conversation = _conversation(rec)
     aux: set[int] = set()
     summaries: set[int] = set()
-    seen_before: set[str] = set()
     compactions: list[dict[str, Any]] = []
     for seq in by_session.values():
         hashes = [rec.message_hashes(c["request"]) for c in seq]
@@ -161,17 +160,15 @@ def observe(rec: Record) -> Observed:
         # before it (a summary request over the part to compress, refused as the same belief
         # sized it) was an auxiliary attempt, not the main line's: its break is the one
         # compaction the next request shows, not a compaction of its own.
-        prev_last: str | None = None
+        prev: int | None = None  # the last request of the main line so far
         for i, c in enumerate(seq):
-            conv = [h for h in hashes[i] if is_conversation(h)]
-            last_conv = conv[-1] if conv else None
-            if c["type"] != "model_call" and prev_last is not None \
-                    and last_conv is not None and last_conv != prev_last \
-                    and last_conv in seen_before:
-                aux.add(c["call"])
-                continue
-            seen_before = set(hashes[i])
-            prev_last = last_conv
+            if c["type"] != "model_call" and prev is not None:
+                newest = _last_conversation(hashes[i], is_conversation)
+                if newest is not None and newest in hashes[prev] \
+                        and newest != _last_conversation(hashes[prev], is_conversation):
+                    aux.add(c["call"])
+                    continue
+            prev = i
         for i, c in enumerate(seq):
             if c["type"] != "model_call":
                 continue  # rejected: nothing came back to take up or leave
@@ -256,6 +253,11 @@ def observe(rec: Record) -> Observed:
         # request shows anything removed (a memory extraction after the last turn, a summary
         # that failed and was never applied).
     return Observed(frozenset(aux), frozenset(summaries), tuple(compactions))
+
+
+def _last_conversation(hashes: list[str], is_conversation: Callable[[str], bool]) -> str | None:
+    """The newest message of conversation in a request (by hash), if any."""
+    return next((h for h in reversed(hashes) if is_conversation(h)), None)
 
 
 def _answer_shown(rec: Record, call: dict[str, Any], shown: list[str]) -> bool:

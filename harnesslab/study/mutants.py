@@ -217,7 +217,7 @@ def _functions(path: str) -> tuple[tuple[int, int, str], ...]:
                 out.append((first, child.end_lineno or child.lineno, prefix + child.name))
                 walk(child, f"{prefix}{child.name}.")
 
-    walk(ast.parse((PACKAGE / path).read_text(encoding="utf-8")), "")
+    walk(ast.parse(_source(path)), "")
     return tuple(out)
 
 
@@ -257,7 +257,7 @@ def _annotations(path: str) -> tuple[tuple[tuple[int, int], tuple[int, int]], ..
     """The spans of the annotations no runtime code reads in a module with postponed
     evaluation: every function's argument and return annotations, and annotated assignments
     outside pydantic models (pydantic evaluates its fields' annotations)."""
-    tree = ast.parse((PACKAGE / path).read_text(encoding="utf-8"))
+    tree = ast.parse(_source(path))
     postponed = any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
                     and any(a.name == "annotations" for a in n.names) for n in tree.body)
     if not postponed:
@@ -344,7 +344,7 @@ def _import_time_span(path: str, line: int) -> tuple[int, int] | str | None:
     """For a line outside every function body: the body lines of the function whose signature
     holds it, or "all" for module and class level; None for a line inside a body (a runtime
     line no variant ran)."""
-    tree = ast.parse((PACKAGE / path).read_text(encoding="utf-8"))
+    tree = ast.parse(_source(path))
     best: ast.FunctionDef | ast.AsyncFunctionDef | None = None
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
