@@ -157,13 +157,7 @@ class _TiktokenTokenizer:
     normalize_nfc: bool = False
 
     def count(self, text: str) -> int:
-        # encode's step written out again: counting is the hot path (every message of every
-        # request), and a second Python call per text was a tenth of the time of the
-        # shortest texts' encode (tests/benchmarks/test_counting_bench.py).
-        if self.normalize_nfc and not text.isascii() \
-                and not unicodedata.is_normalized("NFC", text):
-            text = unicodedata.normalize("NFC", text)
-        return len(self._encode(text))
+        return len(self.encode(text))
 
     def encode(self, text: str) -> list[int]:
         # Nearly every text is NFC already: ASCII is (a flag on the str, no scan), and the
