@@ -108,6 +108,9 @@ def _reply_texts(call: dict[str, Any]) -> list[str]:
 def observe(rec: Record) -> Observed:
     """The auxiliary calls, summary calls and compactions of ``rec`` (module docstring)."""
     replies = {t["reply"] for t in rec.of_type("turn") if t.get("reply")}
+    # The last call of each turn its harness reported failed, and the turn's words.
+    failed_last = {t["last_call"]: t["text"] for t in rec.of_type("turn")
+                   if t.get("harness_failed") and t.get("text")}
     instance = {n: t["instance"] for t in rec.of_type("turn") if "instance" in t
                 for n in range(t["first_call"], t["last_call"] + 1)}
     by_session: dict[str, list[dict[str, Any]]] = {}
@@ -184,7 +187,12 @@ def observe(rec: Record) -> Observed:
                 or any(j > i and mine and x in t for x in (said, thought) if x
                        for j, t, mine in shown) \
                 or _cut(i)  # its instance was killed before the conversation could go on
-            if taken:
+            # The call a turn ended at when its loop ran out (tool calls made, the turn reported
+            # failed): the main line's, carrying the turn's words, though when no turn follows
+            # no later request takes its results up.
+            ran_out = bool(made) and c["call"] in failed_last \
+                and failed_last[c["call"]] in rec.request_text(c["request"])
+            if taken or ran_out:
                 continue
             aux.add(c["call"])
             kept = _reply_texts(c)

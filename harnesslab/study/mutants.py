@@ -325,7 +325,11 @@ class CoverageMap:
         per_line = self.lines.get(m.path, {})
         keys: set[str] = set()
         at_import = False
-        for ln in range(m.line, m.end_line + 1):
+        # The whole statement's lines, not the mutated ones alone: a continuation line runs
+        # only when the operands before it let it (`x and y` over two lines), and a mutant
+        # can change that (and -> or evaluates y where the reference never did).
+        lo, hi = _statement_span(m.path, m.line, m.end_line)
+        for ln in range(lo, hi + 1):
             keys.update(per_line.get(ln, ()))
         at_import = IMPORT in keys
         keys.discard(IMPORT)
@@ -338,6 +342,33 @@ class CoverageMap:
             else:  # module or class level, or a function the import itself calls
                 keys = set(self.targets)
         return sorted((self.targets[k] for k in keys), key=lambda t: (t.cpu, t.key))
+
+
+@cache
+def _statements(path: str) -> tuple[tuple[int, int], ...]:
+    """Every statement's line span; for a compound statement (if, while, for, with, def, ...)
+    only its header, the lines before its body."""
+    spans: list[tuple[int, int]] = []
+    for node in ast.walk(ast.parse(_source(path))):
+        if not isinstance(node, ast.stmt):
+            continue
+        end = node.end_lineno or node.lineno
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+            spans.append((first, max(first, body[0].lineno - 1)))
+        else:
+            spans.append((node.lineno, end))
+    return tuple(spans)
+
+
+def _statement_span(path: str, line: int, end_line: int) -> tuple[int, int]:
+    """The lines of the innermost statement (or compound statement's header) holding the
+    mutated lines; the mutated lines themselves when none does."""
+    holding = [(a, b) for a, b in _statements(path) if a <= line and end_line <= b]
+    if not holding:
+        return line, end_line
+    return min(holding, key=lambda s: (s[1] - s[0], -s[0]))
 
 
 def _import_time_span(path: str, line: int) -> tuple[int, int] | str | None:

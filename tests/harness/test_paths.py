@@ -97,6 +97,22 @@ def test_the_same_tools_work_inside(setup: tuple[MemoryFiles, Path, Path]) -> No
     assert (user_dir / "topics" / "a.md").read_text() == "hi"
 
 
+def test_an_edit_needs_its_old_text_exactly_once(setup: tuple[MemoryFiles, Path, Path]) -> None:
+    """memory_edit replaces text that occurs exactly once: an ambiguous or absent `old` is a
+    tool error that changes nothing (the fake model never edits, so no scenario reaches this:
+    harnesslab/study/equivalents.yaml lists the branch out of the mutation score)."""
+    files, user_dir, _ = setup
+    files.run(_call("memory_write", path="a.md", content="ship ship"), "U-1", NOW, None)
+    for old in ("ship", "plane", ""):
+        res = files.run(_call("memory_edit", path="a.md", old=old, new="x"), "U-1", NOW, None)
+        assert res.is_error, old
+        assert json.loads(str(res.output))["code"] == "bad_request"
+    assert (user_dir / "a.md").read_text() == "ship ship"
+    res = files.run(_call("memory_edit", path="a.md", old="ship ship", new="boat"), "U-1", NOW, None)
+    assert not res.is_error
+    assert (user_dir / "a.md").read_text() == "boat"
+
+
 def test_one_users_tools_never_reach_another_users_folder(tmp_path: Path) -> None:
     files = MemoryFiles(tmp_path, "assistant")
     files.run(_call("memory_write", path="MEMORY.md", content="U-2's notes"), "U-2", NOW, None)

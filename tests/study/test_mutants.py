@@ -194,3 +194,23 @@ def test_a_mutant_from_the_copied_tree_is_cosmic_rays_own(every: list[mut.Mutant
         assert mutated is None or mutated != code
     a, b = [m for m in every if m.path == sample[0].path][:2]
     assert a.source()[1] != b.source()[1]
+
+
+def test_a_mutant_on_a_continuation_line_reaches_whoever_runs_its_statement() -> None:
+    """A mutated operand on a statement's second line (`x and \\n y`) runs only when the first
+    operands let it, and the mutant can change that (and -> or evaluates y where the reference
+    never did): its reaching variants are those of the whole statement (for an if, its header),
+    never of the mutated line alone; a body line keeps its own statement."""
+    lines = (mut.PACKAGE / "harness" / "agent.py").read_text(encoding="utf-8").splitlines()
+    first = next(n for n, s in enumerate(lines, 1)
+                 if "isinstance(e, ContextOverflowError) and self.cfg.retry_on_overflow" in s)
+    second = first + 1
+    assert lines[second - 1].strip() == "and not retried:"
+    assert mut._statement_span("harness/agent.py", second, second) == (first, second)
+    body = second + 1  # `retried = True`, inside that if: its own one-line statement
+    assert lines[body - 1].strip() == "retried = True"
+    assert mut._statement_span("harness/agent.py", body, body) == (body, body)
+    cmap = mut.CoverageMap(targets={k: mut.Target("f", "s", k, 0.0, {}) for k in ("a", "b")},
+                           lines={"harness/agent.py": {first: ["a", "b"], second: ["a"]}})
+    m = mut.Mutant("harness/agent.py", "core/ReplaceAndWithOr", 0, second, second, "_serve")
+    assert [t.variant for t in cmap.reaching(m)] == ["a", "b"]

@@ -1,6 +1,8 @@
-"""The plain openai-SDK example through the whole bundled suite, black-box on loopback (slow:
-one program per run): the table names it, its records hold every request it sent, and the
-checks it fails are the ones its context handling (last 12 messages, no time) explains."""
+"""The plain openai-SDK example through a representative part of the bundled suite
+(``support.REPRESENTATIVE``; the whole suite with ``HARNESSLAB_FULL_SUITE=1``), black-box on
+loopback (slow: one program per run): the table names it, its records hold every request it
+sent, and the checks it fails are the ones its context handling (last 12 messages, no time)
+explains."""
 
 from __future__ import annotations
 

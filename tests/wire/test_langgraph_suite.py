@@ -1,7 +1,8 @@
-"""The LangGraph example through the whole bundled suite, black-box on loopback (slow: one
-program per run): the table names it, its records hold every request it sent, and the checks
-it fails are ones its own context handling (trim to 2000 approximate tokens, summarise only
-after an answer, no time stated) explains."""
+"""The LangGraph example through a representative part of the bundled suite
+(``support.REPRESENTATIVE``; the whole suite with ``HARNESSLAB_FULL_SUITE=1``), black-box on
+loopback (slow: one program per run): the table names it, its records hold every request it
+sent, and the checks it fails are ones its own context handling (trim to 2000 approximate
+tokens, summarise only after an answer, no time stated) explains."""
 
 from __future__ import annotations
 

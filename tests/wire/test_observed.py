@@ -221,3 +221,19 @@ def test_a_rejected_summary_request_is_an_attempt_not_a_compaction(tmp_path: Pat
     at = next(i for i, e in enumerate(calls) if e["call"] == refused[0])
     before, summary = (set(b.message_hashes(calls[k]["request"])) for k in (at - 1, at))
     assert before - summary
+
+
+def test_a_turn_that_ran_out_of_iterations_last_is_the_main_line_not_a_summary(
+        tmp_path: Path) -> None:
+    """max_iters 1 and a follow-up that must look its order up again: the run's last call makes
+    the lookup and the turn is reported failed, so no later request shows its result. It is
+    the main line's call all the same (it carries the turn's words): no summary tokens from
+    outside, as in process. The control: the same record with the turn not reported failed
+    (a harness's word the rule reads) makes that call auxiliary, its tokens a summary's."""
+    inproc, wire, _, b = _both(tmp_path, "max-iters-reported-zh", "result-expires")
+    assert wire.metrics["summary_tokens"] == inproc.metrics["summary_tokens"] == 0
+    last = max(e["call"] for e in b.of_type("model_call"))
+    assert last not in observe(b).auxiliary
+    for t in b.of_type("turn"):
+        t["harness_failed"] = False
+    assert last in observe(b).auxiliary
