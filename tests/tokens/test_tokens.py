@@ -284,6 +284,31 @@ def test_empty_tiktoken_cache_dir_is_refused(monkeypatch: pytest.MonkeyPatch) ->
         seed_tiktoken_cache("o200k_base")
 
 
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_openai_encoders_equal_tiktokens_own_and_keep_no_python_rank_table(
+        name: str, tmp_path: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The encoder built from the bundled vocab is tiktoken's ``get_encoding`` (pattern,
+    special tokens, ranks, every encoding); the Python copy of the ranks is not kept (control:
+    tiktoken's own Encoding keeps it, and bpe_ranks rebuilds the same table)."""
+    import tiktoken
+
+    from harnesslab.tokens.tokenizers import TIKTOKEN_SPECS, TIKTOKEN_VOCABS, _load_openai, bpe_ranks
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    seed_tiktoken_cache(name)
+    theirs = tiktoken.get_encoding(name)
+    pat, specials = TIKTOKEN_SPECS[name]
+    assert (pat, specials) == (theirs._pat_str, theirs._special_tokens)
+    assert bpe_ranks(TIKTOKEN_VOCABS[name].read()) == theirs._mergeable_ranks
+    ours = _load_openai(name)
+    enc = ours._encode.__self__  # type: ignore[attr-defined]
+    assert enc._mergeable_ranks is None and isinstance(theirs._mergeable_ranks, dict)
+    texts = ["帮我查订单 O-1001 为什么还没到，回答简单一点。", "Hello,   world!\n\n  It's 3:45pm",
+             '{"order_id": "O-1001", "status": "in_transit"}', "😀 émoji ﬁ ligature \u0301",
+             "x" * 5000, "  \t\r\n", ""]
+    assert [ours.encode(t) for t in texts] == [theirs.encode_ordinary(t) for t in texts]
+
+
 # --- incremental counting ---------------------------------------------------------------------
 
 class _Spy:
