@@ -113,15 +113,33 @@ _PROBE = textwrap.dedent("""
     import json, resource, sys, time
     from harnesslab.study.tokenstats import file_stats
     from harnesslab.tokens import get_tokenizer
+
+    def status(key):  # KiB; None off Linux
+        try:
+            with open("/proc/self/status") as f:
+                return next(int(ln.split()[1]) for ln in f if ln.startswith(key + ":"))
+        except OSError:
+            return None
+
     names, big = json.loads(sys.argv[1]), sys.argv[2]
     for name in names:
         get_tokenizer(name)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # The peak from here on: Linux resets the high-water mark on request (clear_refs 5).
+    # ru_maxrss cannot say it: it holds the load's peak and, carried across exec, the peak of
+    # the pytest process this one was forked from, which hid any growth below it.
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        before = status("VmRSS")
+    except OSError:
+        before = None
+    if before is None:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.process_time()
     file_stats(big, names)
     cpu = time.process_time() - t0
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"peak_kib": after - before, "rss_kib": after, "cpu_s": cpu}))  # Linux: KiB
+    after = status("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"peak_kib": after - before, "rss_kib": after, "cpu_s": cpu}))  # KiB
 """)
 
 
