@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -67,7 +67,7 @@ from harnesslab.judge.checks import (
     real_model,
     turn_answer,
 )
-from harnesslab.judge.memory_metrics import memory_metrics, uses_memory
+from harnesslab.judge.memory_metrics import memory_metrics
 from harnesslab.judge.observed import is_black_box, observe
 from harnesslab.record.format import Record
 from harnesslab.sim.intents import CONFLICTS, ID_PATTERNS, Constraint, is_reference
@@ -86,166 +86,271 @@ def _key(d: dict[str, Any]) -> str:
     return str(d.get("order_id") or d.get("user_id") or d.get("topic") or "")
 
 
-def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
-                compaction_true: Sequence[int] | None = None) -> dict[str, Any]:
-    """The metrics of one run, from its record. ``compaction_true``: the true counts of the
-    applied compactions' requests, if the run counted them as they happened (the same numbers
-    a recount of the rebuilt requests gives; tested), else they are recounted here."""
-    h = rec.header
-    lexicon: dict[str, dict[str, Any]] = h["lexicon"]
-    expects: dict[str, dict[str, Any]] = h["expects"]
-    max_ages: dict[str, float | None] = h["max_ages"]
-    world_ids: set[str] = set(h["world_ids"])
-    turns = rec.of_type("turn")
-    calls = rec.of_type("model_call")
+def steps_of(events: Iterable[dict[str, Any]]) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Events grouped by step, in record order (steps only grow as a run goes)."""
+    out: list[tuple[int, list[dict[str, Any]]]] = []
+    for e in events:
+        step = e.get("step", 0)
+        if not out or out[-1][0] != step:
+            out.append((step, []))
+        out[-1][1].append(e)
+    return out
 
-    # follow-up accuracy
-    fu = [0, 0]
-    for t in turns:
-        intent = lexicon.get(t["text"], {})
-        exp = expects.get(str(t["step"]), {})
-        # What a real model resolved is not known: the rate is not applicable (0 of 0).
+
+class Tally:
+    """The metrics of one run, gathered a step at a time: what ``run_metrics`` computes from a
+    whole record, fed each step's events as the step ends (the live judge, ``judge.live``) or
+    as a record is read back (``run_metrics``): one code path, so the two agree by
+    construction, and the tests compare them on every bundled record. A step's requests must
+    still be readable from ``rec`` when it is added; after that the tally keeps only counts
+    and one number per model call. What needs the whole record (a program's compactions found
+    from its request stream, the memory metrics) is computed at :meth:`result` from ``rec``,
+    which must then still hold every event."""
+
+    def __init__(self, rec: Record) -> None:
+        h = rec.header
+        self._lexicon: dict[str, dict[str, Any]] = h["lexicon"]
+        self._expects: dict[str, dict[str, Any]] = h["expects"]
+        self._max_ages: dict[str, float | None] = h["max_ages"]
+        self._world_ids: set[str] = set(h["world_ids"])
+        self._real = real_model(rec)
+        self.black_box = is_black_box(rec)
+        self._fu = [0, 0]
+        self._cr = [0, 0]
+        self._active: dict[str, int] = {}
+        self._ef = [0, 0]
+        self._sef = [0, 0]
+        self._stale = [0, 0]
+        self._wasted = [0, 0]
+        self._leaking = 0
+        self._leak_den = 0
+        self._overflows = self._protocol = self._calls = 0
+        self._true_input = 0
+        self._summary_tokens = 0
+        self._compactions = 0
+        self._recounted: list[int] = []  # true counts of applied compactions, if recounted
+        # Per estimated call: its request kind as the key and as the filter of
+        # estimate_error_by_kind read it (a call without one: key "", matching none), error.
+        self._errors: list[tuple[str, Any, float]] = []
+        self.memory_calls = False
+        self._sessions = False  # turns naming their instance, or session steps
+        self._turns_lost = 0
+        self.kinds: set[Any] = set()  # the fake model's answer kinds (run.applicable)
+        self._svc: Any = None
+
+    def add(self, rec: Record, step: int, events: Sequence[dict[str, Any]],
+            checks: Sequence[CheckOutcome], *, recount: bool) -> None:
+        """One step's events (in record order) and that step's checks. ``recount``: count the
+        true tokens of each applied compaction's request here (no count kept by the run)."""
+        now: datetime | None = None
+        for e in events:
+            if e["type"] == "turn":
+                now = datetime.fromisoformat(e["now"])
+        for e in events:
+            kind = e["type"]
+            if kind == "turn":
+                self._turn(rec, e, checks)
+            elif kind == "model_call":
+                self._call(rec, e, now)
+            elif kind == "overflow":
+                self._overflows += 1
+            elif kind == "protocol_error":
+                self._protocol += 1
+            elif kind == "compaction" and not self.black_box:
+                self._compaction(rec, e, recount=recount)
+            if kind in ("resume", "session", "instances"):
+                self._sessions = True
+
+    def _turn(self, rec: Record, t: dict[str, Any], checks: Sequence[CheckOutcome]) -> None:
+        step = t["step"]
+        intent = self._lexicon.get(t["text"], {})
+        exp = self._expects.get(str(step), {})
+        reply = t["reply"] or ""
+        last = turn_answer(rec, t)
+        ann = (last or {}).get("annotations", {})
+        # follow-up accuracy. What a real model resolved is not known: not applicable (0 of 0).
         if (is_reference(intent.get("order")) or is_reference(intent.get("user"))) \
-                and exp.get("resolves") and not real_model(rec):
-            fu[1] += 1
+                and exp.get("resolves") and not self._real:
+            self._fu[1] += 1
             # The answering call: memory write-back may call the model after it, within the turn.
-            ann = (turn_answer(rec, t) or {}).get("annotations", {})
             resolved = ann.get("resolved") or {}
             ok = all(resolved.get(k) == v for k, v in exp["resolves"].items())
-            fu[0] += ok and all(c.passed for c in _turn_checks(checks, t["step"]))
-
-    # constraint retention: from the turn after a constraint is stated, until one replaces it
-    cr = [0, 0]
-    active: dict[str, int] = {}
-    for t in turns:
-        stated = lexicon.get(t["text"], {}).get("constraints", [])
+            self._fu[0] += ok and all(c.passed for c in _turn_checks(checks, step))
+        # constraint retention: from the turn after a constraint is stated, until one replaces it
+        stated = intent.get("constraints", [])
         for c in stated:
-            active.pop(CONFLICTS[Constraint(c)].value, None)  # replaced from this turn on
-        reply = t["reply"] or ""
-        for c in active:
-            cr[1] += 1
+            self._active.pop(CONFLICTS[Constraint(c)].value, None)  # replaced from this turn on
+        for c in self._active:
+            self._cr[1] += 1
             if t["failed"]:
                 continue  # a failed turn obeys nothing
             if c == "brevity":
-                ok = 0 < len(reply) <= BRIEF_MAX_CHARS
+                obeys = 0 < len(reply) <= BRIEF_MAX_CHARS
             elif c == "detailed":
-                ok = len(reply) >= LONG_MIN_CHARS
+                obeys = len(reply) >= LONG_MIN_CHARS
             elif c == "english":
-                ok = bool(reply) and not _CJK.search(reply)
+                obeys = bool(reply) and not _CJK.search(reply)
             else:
-                ok = bool(_CJK.search(reply))
-            cr[0] += ok
+                obeys = bool(_CJK.search(reply))
+            self._cr[0] += obeys
         for c in stated:
-            active[c] = t["step"]
-
-    # entity fidelity (answers, summaries)
-    ef = [0, 0]
-    for t in turns:
-        expected = set((expects.get(str(t["step"]), {}).get("resolves") or {}).values())
+            self._active[c] = step
+        # entity fidelity (answers)
+        expected = set((exp.get("resolves") or {}).values())
         said = set(_ANY_ID.findall(t["text"]))
-        for found in _ANY_ID.findall(t["reply"] or ""):
-            ef[1] += 1
+        for found in _ANY_ID.findall(reply):
+            self._ef[1] += 1
             same_slot = {e for e in expected if e[:2] == found[:2]}
             # Echoing the id the user gave ("could not check O-1010") is faithful.
-            ef[0] += found in said or (found in world_ids and (not same_slot or found in same_slot))
-    # A program's compactions and summary calls are found from its requests (judge.observed).
-    seen = observe(rec) if is_black_box(rec) else None
-    all_compactions = list(seen.compactions) if seen else rec.of_type("compaction")
-    sef = [0, 0]
-    for comp in all_compactions:
-        if not comp.get("summary"):
-            continue
-        source = rec.request_text(comp["request"])
-        for found in _ANY_ID.findall(comp["summary"]):
-            sef[1] += 1
-            sef[0] += found in source
+            self._ef[0] += found in said or (found in self._world_ids
+                                             and (not same_slot or found in same_slot))
+        # staleness (world clock)
+        cited = cited_fact(rec, last, reply)
+        if not (t["failed"] or ann.get("kind", "answer") != "answer" or not cited
+                or cited.get("error")):
+            self._stale[1] += 1
+            self._stale[0] += not fresh_at(rec, cited, datetime.fromisoformat(t["now"]))[0]
+        # Over answered turns, plus any failed turn that leaked (a leak counts whatever the
+        # answer).
+        leaked = bool(leaks_in_step(rec, step, reply, t.get("user")))
+        self._leaking += leaked
+        self._leak_den += not t["failed"] or leaked
+        self._sessions = self._sessions or "instance" in t
+        self._turns_lost += bool(t.get("killed"))
 
-    # staleness and wasted re-queries (world clock)
-    stale = [0, 0]
-    for t in turns:
-        last = turn_answer(rec, t)
-        ann = (last or {}).get("annotations", {})
-        cited = cited_fact(rec, last, t["reply"] or "")
-        if t["failed"] or ann.get("kind", "answer") != "answer" or not cited \
-                or cited.get("error"):
-            continue
-        stale[1] += 1
-        stale[0] += not fresh_at(rec, cited, datetime.fromisoformat(t["now"]))[0]
-    wasted = [0, 0]
-    now_of_step = {t["step"]: datetime.fromisoformat(t["now"]) for t in turns}
-    for e in calls:
+    def _call(self, rec: Record, e: dict[str, Any], now: datetime | None) -> None:
+        self._calls += 1
+        self._true_input += e["true_input"]
+        self.kinds.add((e.get("annotations") or {}).get("kind"))
+        if e["true_input"] and e["estimate"] is not None:
+            self._errors.append((e.get("kind", ""), e.get("kind"),
+                                 (e["estimate"] - e["true_input"]) / e["true_input"]))
+        self.memory_calls = self.memory_calls or e["purpose"] == "memory"
+        if not self.black_box and e["purpose"] != "reply":
+            self._summary_tokens += e["true_input"] + e["output_tokens"]
+        # wasted re-queries: a tool call while the request still showed a fresh result of it
         tool_calls = [b for b in e["reply"] if b["type"] == "tool_call"]
         if not tool_calls:
-            continue
+            return
         facts = facts_in(rec, e["request"])
-        now = now_of_step.get(e["step"])
         for b in tool_calls:
-            wasted[1] += 1
+            self._wasted[1] += 1
             try:
                 args = json.loads(b["input"])
             except json.JSONDecodeError:
                 continue
             key = _key(args) if isinstance(args, dict) else ""
-            ma = max_ages.get(b["name"])
+            ma = self._max_ages.get(b["name"])
             for d in facts:
                 if d.get("tool") != b["name"] or _key(d) != key or now is None:
                     continue
                 if ma is None or now - datetime.fromisoformat(d["as_of"]) <= timedelta(seconds=ma):
-                    wasted[0] += 1
+                    self._wasted[0] += 1
                     break
 
-    # Over answered turns, plus any failed turn that leaked (a leak counts whatever the answer).
-    leaking = {t["step"] for t in turns
-               if leaks_in_step(rec, t["step"], t["reply"] or "", t.get("user"))}
-    leak_den = sum(1 for t in turns if not t["failed"] or t["step"] in leaking)
-    overflows = rec.of_type("overflow")
-    protocol = rec.of_type("protocol_error")
-    attempted = len(calls) + len(overflows) + len(protocol)
+    def _compaction(self, rec: Record, comp: dict[str, Any], *, recount: bool) -> None:
+        self._summary_ids(rec, comp)
+        if comp.get("applied"):
+            self._compactions += 1
+            if recount:
+                self._recounted.append(self._service(rec).count_input(rec.request(comp["request"])))
 
-    # trigger lateness: true tokens of the context when compaction fired / trigger x window
-    from harnesslab.sim.service import ServiceProfile, SimulatedService
+    def _summary_ids(self, rec: Record, comp: dict[str, Any]) -> None:
+        """Summary entity fidelity: ids in a summary that the request it summarised shows."""
+        if not comp.get("summary"):
+            return
+        source = rec.request_text(comp["request"])
+        for found in _ANY_ID.findall(comp["summary"]):
+            self._sef[1] += 1
+            self._sef[0] += found in source
 
-    profile = ServiceProfile.model_validate(h["service"])
-    lateness: list[float] = []
-    compactions = [c for c in all_compactions if c.get("applied")]
-    if compactions:
-        trig = h["harness"]["trigger_ratio"] * profile.window
-        if compaction_true is None or len(compaction_true) != len(compactions):
-            svc = SimulatedService(profile)
-            compaction_true = [svc.count_input(rec.request(c["request"])) for c in compactions]
-        lateness = [n / trig for n in compaction_true]
+    def _service(self, rec: Record) -> Any:
+        if self._svc is None:
+            from harnesslab.sim.service import ServiceProfile, SimulatedService
 
-    estimated = [e for e in calls if e["true_input"] and e["estimate"] is not None]
-    errors = [(e["estimate"] - e["true_input"]) / e["true_input"] for e in estimated]
-    # What the calls that answer no turn cost (summaries, pin and memory extractions): the
-    # same set in process (by purpose) as from outside (the auxiliary calls).
-    summary_calls = [e for e in calls if e["call"] in seen.auxiliary] if seen is not None \
-        else [e for e in calls if e["purpose"] != "reply"]
-    return {
-        "followup_accuracy": Rate(*fu).to_dict(),
-        "constraint_retention": Rate(*cr).to_dict(),
-        "entity_fidelity": Rate(*ef).to_dict(),
-        "summary_entity_fidelity": Rate(*sef).to_dict(),
-        "stale_fact_rate": Rate(*stale).to_dict(),
-        "wasted_requery_rate": Rate(*wasted).to_dict(),
-        "identity_leak_rate": Rate(len(leaking), leak_den).to_dict(),
-        "overflow_rate": Rate(len(overflows), attempted).to_dict(),
-        "protocol_error_rate": Rate(len(protocol), attempted).to_dict(),
-        "trigger_lateness": mean_or_none(lateness),
-        "estimate_error": error_stats(errors),
-        "estimate_error_by_kind": {
-            k: error_stats([(e["estimate"] - e["true_input"]) / e["true_input"]
-                            for e in estimated if e.get("kind") == k])
-            for k in sorted({e.get("kind", "") for e in estimated})},
-        "true_input_tokens": sum(e["true_input"] for e in calls),
-        "compactions": len(compactions),
-        "summary_tokens": sum(e["true_input"] + e["output_tokens"] for e in summary_calls),
-        "model_calls": len(calls),
-        # only for scenarios with session steps (their turns name the instance)
-        **(resume_metrics(rec) if any("instance" in t for t in turns)
-           or rec.of_type("resume", "session", "instances") else {}),
-        **(memory_metrics(rec) if uses_memory(rec) else {}),
-    }
+            self._svc = SimulatedService(ServiceProfile.model_validate(rec.header["service"]))
+        return self._svc
+
+    def uses_memory(self, rec: Record) -> bool:
+        """``memory_metrics.uses_memory``, from the calls this tally saw."""
+        return "memory" in rec.header.get("harness", {}) or self.memory_calls
+
+    @property
+    def call_errors(self) -> list[float]:
+        """(estimate - true) / true of every estimated call, in order."""
+        return [err for _, _, err in self._errors]
+
+    def result(self, rec: Record, compaction_true: Sequence[int] | None = None) -> dict[str, Any]:
+        """The run's metrics. ``compaction_true``: the true counts of the applied compactions'
+        requests, counted as they happened (used when the tally did not recount them)."""
+        h = rec.header
+        lateness: list[float] = []
+        summary_tokens = self._summary_tokens
+        if self.black_box:
+            # A program's compactions and summary calls are found from its requests
+            # (judge.observed): the whole record.
+            seen = observe(rec)
+            compactions = [c for c in seen.compactions if c.get("applied")]
+            for comp in seen.compactions:
+                self._summary_ids(rec, comp)
+            summary_tokens = sum(e["true_input"] + e["output_tokens"]
+                                 for e in rec.of_type("model_call") if e["call"] in seen.auxiliary)
+            true = [self._service(rec).count_input(rec.request(c["request"]))
+                    for c in compactions] if compactions else []
+            n_compactions = len(compactions)
+        else:
+            n_compactions = self._compactions
+            true = self._recounted if len(self._recounted) == n_compactions else \
+                list(compaction_true or [])
+            if len(true) != n_compactions:
+                raise ValueError(f"{len(true)} true counts for {n_compactions} compactions")
+        if n_compactions:
+            from harnesslab.sim.service import ServiceProfile
+
+            trig = h["harness"]["trigger_ratio"] * ServiceProfile.model_validate(h["service"]).window
+            lateness = [n / trig for n in true]
+        attempted = self._calls + self._overflows + self._protocol
+        errors = self.call_errors
+        return {
+            "followup_accuracy": Rate(*self._fu).to_dict(),
+            "constraint_retention": Rate(*self._cr).to_dict(),
+            "entity_fidelity": Rate(*self._ef).to_dict(),
+            "summary_entity_fidelity": Rate(*self._sef).to_dict(),
+            "stale_fact_rate": Rate(*self._stale).to_dict(),
+            "wasted_requery_rate": Rate(*self._wasted).to_dict(),
+            "identity_leak_rate": Rate(self._leaking, self._leak_den).to_dict(),
+            "overflow_rate": Rate(self._overflows, attempted).to_dict(),
+            "protocol_error_rate": Rate(self._protocol, attempted).to_dict(),
+            "trigger_lateness": mean_or_none(lateness),
+            "estimate_error": error_stats(errors),
+            "estimate_error_by_kind": {
+                k: error_stats([err for _, kind, err in self._errors if kind == k])
+                for k in sorted({key for key, _, _ in self._errors})},
+            "true_input_tokens": self._true_input,
+            "compactions": n_compactions,
+            "summary_tokens": summary_tokens,
+            "model_calls": self._calls,
+            # only for scenarios with session steps (their turns name the instance)
+            **(self._resume(rec) if self._sessions else {}),
+            **(memory_metrics(rec) if self.uses_memory(rec) else {}),
+        }
+
+    def _resume(self, rec: Record) -> dict[str, Any]:
+        done = [e for e in rec.of_type("resume") if e.get("applicable")]
+        return {"resume_fidelity": Rate(sum(1 for e in done if e["fidelity"]), len(done)).to_dict(),
+                "turns_lost": self._turns_lost}
+
+
+def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
+                compaction_true: Sequence[int] | None = None) -> dict[str, Any]:
+    """The metrics of one run, from its record (:class:`Tally`, fed the record step by step).
+    ``compaction_true``: the true counts of the applied compactions' requests, if the run
+    counted them as they happened (the same numbers a recount of the rebuilt requests gives;
+    tested), else they are recounted here."""
+    tally = Tally(rec)
+    for step, events in steps_of(rec.events):
+        tally.add(rec, step, events, _turn_checks(checks, step), recount=compaction_true is None)
+    return tally.result(rec, compaction_true)
 
 
 def resume_metrics(rec: Record) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import gzip
 import hashlib
 import json
 import zlib
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,6 +136,10 @@ class Record:
     _by_step: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     _refs: list[dict[str, Any]] = field(default_factory=list)  # every request, in order
     _expanded: dict[int, list[str]] = field(default_factory=dict)
+    # After ``release``: how many requests before ``_refs[0]`` were let go, and the message
+    # hashes of ``_refs[0]`` (the request later deltas are rebuilt from).
+    _refs_gone: int = 0
+    _anchor: list[str] | None = None
     _indexed: int = 0  # how many events _by_step covers (the writer keeps appending)
     # Filled by a writer as it stores each message (its text in hand): the header's private
     # values each message shows, for the messages that show any. ``None``: not known, read
@@ -201,8 +205,10 @@ class Record:
         deltas = []
         i = n
         while True:
-            r = self._refs[i - 1]
+            r = self._refs[i - 1 - self._refs_gone]
             base = r["messages"] if "messages" in r else self._expanded.get(i)
+            if base is None and i == self._refs_gone + 1:
+                base = self._anchor
             if base is not None:
                 break
             deltas.append(r)
@@ -214,6 +220,26 @@ class Record:
             self._expanded.clear()
         self._expanded[n] = out
         return out
+
+    def release(self, keep: Callable[[dict[str, Any]], bool]) -> None:
+        """Let go of every event so far but those ``keep`` names, and of every request but the
+        last (the one the next is stored against): a live judge has read them (judge.live).
+        Afterwards only later events, requests and the kept events can be asked about."""
+        self.events = [e for e in self.events if keep(e)]
+        self._by_step.clear()
+        self._indexed = 0
+        if len(self._refs) > 1:
+            last = self._refs[-1]
+            self._anchor = self.message_hashes(last)
+            self._refs_gone = last["n"] - 1
+            self._refs = [last]
+        self._expanded.clear()
+        self._texts.clear()
+
+    @property
+    def requests(self) -> int:
+        """How many requests the record holds (released ones included)."""
+        return self._refs_gone + len(self._refs)
 
     def add_ref(self, ref: dict[str, Any]) -> None:
         """Note a request (in record order), so that later ones can be rebuilt from it."""
@@ -244,8 +270,9 @@ class Record:
                          f"{len(self.of_type(*CALL_EVENTS))})", field="--call")
 
     @classmethod
-    def load(cls, path: str | Path) -> Record:
-        """Read a record file; a bad one gives one line naming the file and line."""
+    def load(cls, path: str | Path, *, finished: bool = True) -> Record:
+        """Read a record file; a bad one gives one line naming the file and line.
+        ``finished=False``: a run's record still being written (every line so far whole)."""
         p = Path(path)
         try:
             if p.name.endswith(".gz"):
@@ -327,7 +354,7 @@ class Record:
         if not text.endswith("\n"):
             raise InputError(TRUNCATED, file=str(p), line=last)
         rec = cls(header, events, blobs, _refs=refs)
-        if rec.run_record and not rec.finished:
+        if finished and rec.run_record and not rec.finished:
             # Cut at a line end: every line is whole, but the run's verdict never came.
             raise InputError("truncated record: it ends without the run's result or error "
                              "(the run was stopped before it finished); every line is intact",

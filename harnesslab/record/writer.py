@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from harnesslab.messages import Message, Request, ToolSchema, block_to_dict, message_images, message_to_dict
 from harnesslab.record.format import (
@@ -37,42 +37,75 @@ from harnesslab.tokens.kinds import kind_of, script_counts
 
 _BRACES = '{}":'
 _BLOBS_READ_KEPT = 1024
+_GENERATION = 4096  # message offsets per generation (FileBlobs)
 
 
 class FileBlobs(MutableMapping[str, Any]):
     """The blobs of a record being written to a file: messages are read back from the file
     when asked (their offsets kept, a few recent ones cached), the rest kept in memory. A run
-    holds its record's messages on disk, not in memory: they grow with the run."""
+    holds its record's messages on disk, not in memory: they grow with the run.
+
+    Offsets are kept for the messages of the last request and for at least the last
+    ``_GENERATION`` messages written, not for every message of the run (that index would grow
+    by a few MB per thousand turns): a message that comes back after it was let go is written
+    again (the record stays exact, one line longer), and one asked for after that is found by
+    reading the file (slow, never wrong)."""
 
     def __init__(self, writer: RecordWriter) -> None:
         self._writer = writer
         self._at: dict[str, int] = {}          # message hash -> offset of its line
+        self._was: dict[str, int] = {}         # the same, for the generation before
         self._kept: dict[str, Any] = {}        # system, summary, tools
         self._read: dict[str, Any] = {}
         self._reader: IO[bytes] | None = None
 
     def note(self, h: str, offset: int) -> None:
         self._at[h] = offset
+        if len(self._at) >= _GENERATION:
+            # A new generation, carrying the last request's messages (any later request may
+            # keep them, and checks read the requests of the step under way).
+            live = {p: o for p in self._writer.live_hashes()
+                    if (o := self._at.get(p, self._was.get(p))) is not None}
+            self._was, self._at = self._at, live
+
+    def _offset(self, h: str) -> int | None:
+        off = self._at.get(h)
+        return self._was.get(h) if off is None else off
+
+    def _line(self, offset: int) -> bytes:
+        path = self._writer.path
+        assert path is not None
+        if self._writer.open:
+            self._writer.flush()
+            if self._reader is None:
+                self._reader = path.open("rb")
+            self._reader.seek(offset)
+            return self._reader.readline()
+        with path.open("rb") as f:  # the run is over: no handle is left open behind it
+            f.seek(offset)
+            return f.readline()
+
+    def _search(self, h: str) -> Any:
+        """A message let go of: found by reading the file's message lines."""
+        path = self._writer.path
+        assert path is not None
+        self._writer.flush()
+        head, tail = b'{"data":', b',"type":"message"}\n'
+        with path.open("rb") as f:
+            for line in f:
+                if line.startswith(head) and line.endswith(tail):
+                    js = line[len(head):-len(tail)].decode("utf-8")
+                    if "m" + _h(js) == h:
+                        return json.loads(js)
+        raise KeyError(h)
 
     def __getitem__(self, h: str) -> Any:
         if h in self._kept:
             return self._kept[h]
         data = self._read.get(h)
         if data is None:
-            offset = self._at[h]
-            path = self._writer.path
-            assert path is not None
-            if self._writer.open:
-                self._writer.flush()
-                if self._reader is None:
-                    self._reader = path.open("rb")
-                self._reader.seek(offset)
-                line = self._reader.readline()
-            else:  # the run is over: no handle is left open behind it
-                with path.open("rb") as f:
-                    f.seek(offset)
-                    line = f.readline()
-            data = json.loads(line)["data"]
+            offset = self._offset(h)
+            data = self._search(h) if offset is None else json.loads(self._line(offset))["data"]
             if len(self._read) >= _BLOBS_READ_KEPT:
                 self._read.clear()
             self._read[h] = data
@@ -85,14 +118,17 @@ class FileBlobs(MutableMapping[str, Any]):
         raise TypeError("a record's blobs are never removed")
 
     def __contains__(self, h: object) -> bool:
-        return h in self._at or h in self._kept
+        """Whether ``h`` is stored and its offset known (a message let go of is written
+        again when it comes back)."""
+        return h in self._at or h in self._was or h in self._kept
 
     def __iter__(self) -> Iterator[str]:
         yield from self._at
+        yield from (h for h in self._was if h not in self._at)
         yield from self._kept
 
     def __len__(self) -> int:
-        return len(self._at) + len(self._kept)
+        return sum(1 for _ in self)
 
     def close(self) -> None:
         if self._reader is not None:
@@ -132,6 +168,10 @@ class _Part:
     sums: _Sums
 
 
+class StepJudge(Protocol):
+    def step_ended(self) -> None: ...
+
+
 class RecordWriter:
     """An event sink that writes the record as it goes and keeps it in memory."""
 
@@ -139,7 +179,9 @@ class RecordWriter:
                  path: Path | None = None) -> None:
         self.declared = declared
         self._split = declared.splittable
-        self.step = 0
+        self._step = 0
+        # Told when a step's events are all in (the next step starts): judge.live.
+        self.judge: StepJudge | None = None
         self.record = Record({"type": "header", "version": RECORD_VERSION, **header}, [], {})
         self.path = path
         self._file: IO[bytes] | None = None
@@ -170,6 +212,21 @@ class RecordWriter:
         # are the service's own (``count_compactions``): trigger lateness without a recount.
         self._true_count: Callable[[Request], int] | None = None
         self.compaction_true: list[int] = []
+
+    def live_hashes(self) -> list[str]:
+        """The message hashes of the last request."""
+        return [p.hash for p in self._parts]
+
+    @property
+    def step(self) -> int:
+        """The step the events emitted now belong to (0 before the first)."""
+        return self._step
+
+    @step.setter
+    def step(self, step: int) -> None:
+        if step != self._step and self.judge is not None:
+            self.judge.step_ended()
+        self._step = step
 
     def count_compactions(self, true_count: Callable[[Request], int]) -> None:
         """Count every applied compaction's request with ``true_count`` as it is recorded."""
@@ -294,7 +351,7 @@ class RecordWriter:
     def request_ref(self, r: Request) -> tuple[dict[str, Any], _Sums]:
         """The stored form of a request, and the measures of its serialised text."""
         keep = self._extend(r.messages)
-        n = len(self.record._refs) + 1
+        n = self.record.requests + 1
         # Blobs in the order records have always had them (a tools blob of no schemas and an
         # empty summary share their text, so the first to be stored names both).
         system_hash, summary_hash = self._text("system", r.system), self._text("summary", r.summary)

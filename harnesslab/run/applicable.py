@@ -21,7 +21,7 @@ sized from ``context_size`` for any harness), and a variant that restates one of
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from harnesslab.harness.config import HarnessConfig
@@ -31,7 +31,6 @@ from harnesslab.harness.honours import (
     honoured,
     setting_name,
 )
-from harnesslab.record.format import Record
 from harnesslab.scenario.schema import Variant
 
 WORLD_HEADS = ("service", "summarizer", "extractor", "world", "model")
@@ -86,19 +85,18 @@ def inapplicable(variant: Variant, declared: frozenset[str], label: str,
 
 
 def world_part_idle(variant: Variant, declared: frozenset[str], label: str,
-                    record: Record) -> str | None:
+                    kinds: Collection[Any]) -> str | None:
     """After a run: why the summarizer or extractor the variant sets never acted (the harness
     made no request the fake model answered as a summary or an extraction), or None. The
     variant's point is what that summary does; a harness that never summarises cannot show it,
     either way. (Not asked of a harness that honours every setting: its controls are built
-    to summarise.)"""
+    to summarise.) ``kinds``: the fake model's answer kinds over the run's model calls."""
     if EVERY in declared:
         return None
     heads = sorted({k.split(".", 1)[0] for k in variant.set if k.split(".", 1)[0] in SUMMARIZING})
     if not heads:
         return None
-    kinds = {(e.get("annotations") or {}).get("kind") for e in record.of_type("model_call")}
-    if kinds & {"summary", "summary_refused"}:
+    if {"summary", "summary_refused"} & set(kinds):
         return None
     return (f"sets {', '.join(heads)}; {label} asked for no summary or extraction, so the "
             f"fake model's {' and '.join(heads)} never acted")

@@ -29,10 +29,9 @@ from harnesslab.judge.checks import (
     UNREADABLE_WHY,
     CheckOutcome,
     Verdict,
-    evaluate_split,
     verdict,
 )
-from harnesslab.judge.metrics import run_metrics
+from harnesslab.judge.live import LiveJudge
 from harnesslab.record.format import Declared
 from harnesslab.record.writer import RecordWriter
 from harnesslab.run.applicable import inapplicable, world_part_idle
@@ -238,12 +237,17 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
         if why is not None:
             raise NotApplicable(why)
 
+    # Each step judged as the next starts (judge.live): the record is judged as it is written.
+    judge = writer.judge = LiveJudge(sc, writer)
     try:
         drive(sc, settings, world, writer, seed, workdir, on_step, admit, files)
-        idle = world_part_idle(variant, declared[0], label, writer.record) if declared else None
+        checks, not_applicable, metrics = judge.finish()
+        writer.judge = None
+        idle = world_part_idle(variant, declared[0], label, judge.tally.kinds) \
+            if declared else None
         if idle is not None:
-            raise NotApplicable(idle)
-        result.checks, result.checks_not_applicable = evaluate_split(writer.record, sc)
+            raise NotApplicable(idle)  # judged, but no verdict: nothing of it is reported
+        result.checks, result.checks_not_applicable = checks, not_applicable
         for c in result.checks:
             writer.emit(c.to_dict())
         if result.checks_not_applicable:
@@ -253,10 +257,8 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
         if result.verdict.unreadable:
             writer.emit({"type": "unreadable", "checks": result.verdict.unreadable,
                          "why": UNREADABLE_WHY})
-        result.metrics = run_metrics(writer.record, result.checks, writer.compaction_true)
-        result.call_errors = [(e["estimate"] - e["true_input"]) / e["true_input"]
-                              for e in writer.record.of_type("model_call")
-                              if e["true_input"] and e["estimate"] is not None]
+        result.metrics = metrics
+        result.call_errors = judge.tally.call_errors
         writer.emit({"type": "result", "expected": result.verdict.ok,
                      "unexpected": result.verdict.unexpected, "metrics": result.metrics})
     except Exception as e:

@@ -166,10 +166,20 @@ class Expect(_Strict):
         return out
 
 
+# What a step that expects nothing holds: one frozen instance for all of them (a 5,000-turn
+# scenario would otherwise hold 5,000 of a kilobyte each).
+_NO_EXPECT = Expect()
+
+
 class UserStep(_Strict):
     user: str = Field(description="The user's utterance, verbatim (must be in the lexicon)")
     images: int = Field(default=0, ge=0, description="Images attached to the message")
-    expect: Expect = Field(default_factory=Expect)
+    expect: Expect = Field(default_factory=lambda: _NO_EXPECT)
+
+    @field_validator("expect")
+    @classmethod
+    def _shared(cls, v: Expect) -> Expect:
+        return _NO_EXPECT if not v.model_fields_set else v
 
 
 class AdvanceStep(_Strict):
@@ -201,8 +211,17 @@ class FillerSpec(_Strict):
         return self
 
 
+_FILLERS: dict[tuple[Any, ...], FillerSpec] = {}  # one instance per spec, as _NO_EXPECT
+
+
 class FillerStep(_Strict):
     filler: FillerSpec
+
+    @field_validator("filler")
+    @classmethod
+    def _shared(cls, v: FillerSpec) -> FillerSpec:
+        key = (v.times_trigger, v.fill_to, v.locale, frozenset(v.model_fields_set))
+        return _FILLERS.setdefault(key, v) if len(_FILLERS) < 1024 else v
 
 
 STEP_KEYS = ("user", "advance", "filler", *SESSION_KEYS)

@@ -31,7 +31,7 @@ from harnesslab.tokens.tokenizers import (
     get_tokenizer,
 )
 
-_TEXTS_KEPT = 1 << 14
+_TEXTS_KEPT = 1 << 12
 
 
 class CountingTokenizer:

@@ -5,14 +5,15 @@ flat, memory that follows the live context and not the run's length, a compact r
   limit 1.3 is far below what any growth with the turn number gives (linear: 33).
 - Memory: Python allocations (tracemalloc) sampled after every turn. The live context swings
   with compaction, so each window's least sample, taken just after a compaction, is compared:
-  turns 4901-5000 against 901-1000, per 1,000 turns, at most 10 MB.
+  turns 4901-5000 against 901-1000, per 1,000 turns, at most 2 MB (7.6 before the run was
+  judged as it goes, docs/performance.md; flat is 0, the target 1).
 - Record: bytes on disk per 1,000 turns, at most 6 MB.
 - Peak RSS of the whole run (checks and metrics included) in a fresh process, no tracer: its
   VmHWM (435 MB was once reported here: ru_maxrss, which counts the forked pytest process).
 
 Issue 23's targets (item 3): at most 1 MB per 1,000 turns and a peak RSS of at most 120 MB.
-Until they are met the test asserts the limits above, then ends as an expected failure with
-its figures.
+The test asserts the limits above (a peak of at most 150 MB among them), then ends as an
+expected failure with its figures while a target is not met.
 
     pytest -m benchmark tests/benchmarks/test_long_run_bench.py -s
 """
@@ -40,7 +41,8 @@ from .test_run_bench import long_scenario
 TURNS = 5000
 EARLY, LATE = (101, 200), (TURNS - 99, TURNS)
 MEM_EARLY = (901, 1000)  # after the first thousand turns: every cache has filled once
-COST_LIMIT, MB_PER_1000, RECORD_MB_PER_1000 = 1.3, 10.0, 6.0
+COST_LIMIT, MB_PER_1000, RECORD_MB_PER_1000 = 1.3, 2.0, 6.0
+PEAK_LIMIT = 150.0  # MB: measured 122 after issue 23's live judging (176 before)
 TARGET_MB_PER_1000, TARGET_PEAK_MB = 1.0, 120.0  # issue 23, item 3
 
 _PEAK = textwrap.dedent("""
@@ -134,6 +136,7 @@ def test_five_thousand_turns_flat_cost_bounded_memory_compact_record(benchmark, 
     assert ratio <= COST_LIMIT
     assert growth <= MB_PER_1000
     assert record <= RECORD_MB_PER_1000
+    assert found["peak_mb"] <= PEAK_LIMIT
     if growth > TARGET_MB_PER_1000 or found["peak_mb"] > TARGET_PEAK_MB:
         pytest.xfail(f"issue 23 item 3 not met yet: {growth:.2f} MB per 1,000 turns, peak RSS "
                      f"{found['peak_mb']:.0f} MB (targets {TARGET_MB_PER_1000}, "
