@@ -40,7 +40,7 @@ from harnesslab.sim.tools import ToolBox
 from harnesslab.sim.world import World
 
 from .conftest import cpu_min, report
-from .test_run_bench import long_scenario
+from .scenarios import long_scenario
 
 TURNS = 200
 LIMIT = 2.0  # full bench turn / the reference harness alone: the target

@@ -40,7 +40,7 @@ from harnesslab.sim.world import World
 from tests.adapters.support import AGENTSCOPE_EXTRA
 
 from .conftest import cpu_min, report
-from .test_run_bench import long_scenario
+from .scenarios import long_scenario
 
 pytestmark = pytest.mark.agentscope
 pytest.importorskip("agentscope", reason=AGENTSCOPE_EXTRA)

@@ -21,7 +21,7 @@ from harnesslab.record.format import Declared, Record, _dumps, _h
 from harnesslab.record.writer import RecordWriter
 from harnesslab.run.runner import RunResult, run_variant
 from harnesslab.scenario.loader import bundled_dir, load_scenario
-from tests.benchmarks.test_run_bench import long_scenario
+from tests.benchmarks.scenarios import long_scenario
 
 
 def _checks(rec: Record) -> list[CheckOutcome]:

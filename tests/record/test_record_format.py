@@ -80,7 +80,7 @@ def test_every_request_rebuilds_exactly(run: tuple[Record, Path]) -> None:
 
 
 def test_full_lists_bound_the_deltas_applied(tmp_path: Path) -> None:
-    from tests.benchmarks.test_run_bench import long_scenario
+    from tests.benchmarks.scenarios import long_scenario
 
     sc = long_scenario(FULL_EVERY + 20, filler=None, context_size=100000)
     r = run_variant(sc, sc.variants[0], out_dir=tmp_path)
