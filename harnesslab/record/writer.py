@@ -55,18 +55,26 @@ class FileBlobs(MutableMapping[str, Any]):
         self._writer = writer
         self._at: dict[str, int] = {}          # message hash -> offset of its line
         self._was: dict[str, int] = {}         # the same, for the generation before
+        self._full = _GENERATION  # when _at holds this many, a new generation starts
         self._kept: dict[str, Any] = {}        # system, summary, tools
         self._read: dict[str, Any] = {}
         self._reader: IO[bytes] | None = None
 
     def note(self, h: str, offset: int) -> None:
         self._at[h] = offset
-        if len(self._at) >= _GENERATION:
+        if len(self._at) >= self._full:
             # A new generation, carrying the last request's messages (any later request may
-            # keep them, and checks read the requests of the step under way).
-            live = {p: o for p in self._writer.live_hashes()
-                    if (o := self._at.get(p, self._was.get(p))) is not None}
+            # keep them, and checks read the requests of the step under way): full again
+            # after as many new messages, however long that request is.
+            live = {}
+            for p in self._writer.live_hashes():
+                o = self._at.get(p)
+                if o is None:
+                    o = self._was.get(p)
+                if o is not None:
+                    live[p] = o
             self._was, self._at = self._at, live
+            self._full = len(live) + _GENERATION
 
     def _offset(self, h: str) -> int | None:
         off = self._at.get(h)
