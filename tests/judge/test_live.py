@@ -88,9 +88,10 @@ def test_a_long_run_holds_only_the_step_under_way(tmp_path: Path,
     assert r.error is None and r.record is not None
     rec = Record.load(r.record)
     assert len(rec.blobs) > 2 * writer_mod._GENERATION  # more messages than two generations
-    # Each step let go of: a few events, the last request, two generations of offsets at most.
+    # Each step let go of: a few events, the last request, and offsets of two generations and
+    # of the live context at most (a few hundred messages here), whatever the run's length.
     assert max(spy.events) <= 8 and max(spy.requests) <= 4
-    assert max(spy.offsets) <= 2 * writer_mod._GENERATION + 200
+    assert max(spy.offsets) <= 2 * writer_mod._GENERATION + 1000 < len(rec.blobs)
     # and judged as the record read back is
     assert _json(run_metrics(rec, _checks(rec))) == rec.events[-1]["metrics"]
     assert rec.events[-1]["metrics"]["compactions"] >= 5
