@@ -181,7 +181,8 @@ class StepJudge(Protocol):
 
 
 class RecordWriter:
-    """An event sink that writes the record as it goes and keeps it in memory."""
+    """An event sink that writes the record as it goes and keeps it in memory: all of it, or,
+    with a ``judge`` (judge.live), what is still to be judged."""
 
     def __init__(self, header: dict[str, Any], declared: Declared,
                  path: Path | None = None) -> None:
