@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -317,25 +317,44 @@ def leaks_in_step(rec: Record, step: int, reply: str, user: str | None = None) -
     return sorted(found)
 
 
+def turn_checks(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) -> list[CheckOutcome]:
+    """A user step's checks, as ``evaluate_turn`` judges them; none passes where the bench,
+    not the harness, could not read the turn (no verdict on it)."""
+    found = evaluate_turn(rec, step, expect, turn)
+    if why := turn.get("unreadable"):
+        found = [replace(c, passed=False, unreadable=why) for c in found]
+    return found
+
+
+def skipped_kinds(rec: Record) -> tuple[str, ...]:
+    """The check kinds that do not apply to the run (a real model's: :data:`ANNOTATION_CHECKS`)."""
+    return ANNOTATION_CHECKS if real_model(rec) else ()
+
+
+def assemble(rec: Record, sc: Scenario, by_step: Mapping[int, list[CheckOutcome]]
+             ) -> tuple[list[CheckOutcome], list[str]]:
+    """The run's checks in step order, from each user step's (``turn_checks``) and the restore
+    checks of session steps (from ``rec``'s resume events), split as ``evaluate_split``'s."""
+    resumes: dict[int, list[dict[str, Any]]] = {}
+    for e in rec.of_type("resume"):
+        resumes.setdefault(e["origin"], []).append(e)
+    out: list[CheckOutcome] = []
+    for i, step in enumerate(sc.steps, start=1):
+        if isinstance(step, UserStep):
+            out += by_step.get(i, [])
+        elif FIDELITY in step_checks(step):
+            out.append(_fidelity(i, resumes.get(i, [])))
+    skip = skipped_kinds(rec)
+    return [c for c in out if c.kind not in skip], [c.id for c in out if c.kind in skip]
+
+
 def evaluate_split(rec: Record, sc: Scenario) -> tuple[list[CheckOutcome], list[str]]:
     """The checks that apply, and the ids of those that do not (a real model's run:
     :data:`ANNOTATION_CHECKS`)."""
     turns = {e["step"]: e for e in rec.of_type("turn")}
-    out: list[CheckOutcome] = []
-    resumes: dict[int, list[dict[str, Any]]] = {}
-    for e in rec.of_type("resume"):
-        resumes.setdefault(e["origin"], []).append(e)
-    for i, step in enumerate(sc.steps, start=1):
-        if isinstance(step, UserStep) and i in turns:
-            found = evaluate_turn(rec, i, step.expect, turns[i])
-            if why := turns[i].get("unreadable"):
-                # The bench, not the harness, could not read the turn: no verdict on it.
-                found = [replace(c, passed=False, unreadable=why) for c in found]
-            out += found
-        elif FIDELITY in step_checks(step):
-            out.append(_fidelity(i, resumes.get(i, [])))
-    skip = ANNOTATION_CHECKS if real_model(rec) else ()
-    return [c for c in out if c.kind not in skip], [c.id for c in out if c.kind in skip]
+    return assemble(rec, sc, {i: turn_checks(rec, i, step.expect, turns[i])
+                              for i, step in enumerate(sc.steps, start=1)
+                              if isinstance(step, UserStep) and i in turns})
 
 
 def evaluate(rec: Record, sc: Scenario) -> list[CheckOutcome]:

@@ -12,21 +12,13 @@ makes a memory call the header did not announce is read back from its file for t
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from harnesslab.judge.checks import (
-    ANNOTATION_CHECKS,
-    CheckOutcome,
-    _fidelity,
-    evaluate_turn,
-    real_model,
-)
+from harnesslab.judge.checks import CheckOutcome, assemble, skipped_kinds, turn_checks
 from harnesslab.judge.metrics import Tally, steps_of
 from harnesslab.record.format import Record
 from harnesslab.record.writer import RecordWriter
 from harnesslab.scenario.schema import Scenario, UserStep
-from harnesslab.scenario.steps import FIDELITY, step_checks
 
 # Events every later question may still ask about (restores, sessions opened): few per run.
 _KEPT = frozenset({"resume", "session", "instances"})
@@ -44,15 +36,14 @@ class LiveJudge:
         self._writer = writer
         rec = writer.record
         self.tally = Tally(rec)
-        self._skip = ANNOTATION_CHECKS if real_model(rec) else ()
-        self._checks: dict[int, list[CheckOutcome]] = {}
-        self._not_applicable: dict[int, list[str]] = {}
+        self._skip = skipped_kinds(rec)
+        self._checks: dict[int, list[CheckOutcome]] = {}  # per user step with checks
         # Only a record on disk can let go of its events: its messages are read back from
         # the file; one in memory is wholly in memory anyway.
         self._release = writer.path is not None and not self.tally.black_box \
             and "memory" not in rec.header.get("harness", {})
         self._released = False
-        self._done = 0  # events of record.events already judged (when nothing is released)
+        self._done = 0  # how many of record.events are judged (after a release: all kept)
 
     def step_ended(self) -> None:
         """Judge every step whose events are all in (the writer moved on to a later one)."""
@@ -72,34 +63,18 @@ class LiveJudge:
         sc_step = self._sc.steps[step - 1] if 1 <= step <= len(self._sc.steps) else None
         turn = next((e for e in events if e["type"] == "turn"), None)
         if isinstance(sc_step, UserStep) and turn is not None:
-            found = evaluate_turn(rec, step, sc_step.expect, turn)
-            if why := turn.get("unreadable"):
-                # The bench, not the harness, could not read the turn: no verdict on it.
-                found = [replace(c, passed=False, unreadable=why) for c in found]
-        kept = [c for c in found if c.kind not in self._skip]
-        if kept:  # only steps with checks hold an entry: a long chat holds none
-            self._checks.setdefault(step, []).extend(kept)
-        if gone := [c.id for c in found if c.kind in self._skip]:
-            self._not_applicable.setdefault(step, []).extend(gone)
-        self.tally.add(rec, step, events, kept, recount=False)
+            found = turn_checks(rec, step, sc_step.expect, turn)
+        if found:  # only steps with checks hold an entry: a long chat holds none
+            self._checks[step] = found
+        self.tally.add(rec, step, events, [c for c in found if c.kind not in self._skip],
+                       recount=False)
 
     def finish(self) -> tuple[list[CheckOutcome], list[str], dict[str, Any]]:
         """The run's checks, the ids of those that do not apply, and its metrics: what
         ``evaluate_split`` and ``run_metrics`` give for the finished record."""
         self.step_ended()
         rec = self._writer.record
-        resumes: dict[int, list[dict[str, Any]]] = {}
-        for e in rec.of_type("resume"):
-            resumes.setdefault(e["origin"], []).append(e)
-        checks: list[CheckOutcome] = []
-        skipped: list[str] = []
-        for i, step in enumerate(self._sc.steps, start=1):
-            if isinstance(step, UserStep):
-                checks += self._checks.get(i, [])
-                skipped += self._not_applicable.get(i, [])
-            elif FIDELITY in step_checks(step):
-                c = _fidelity(i, resumes.get(i, []))
-                (skipped.append(c.id) if c.kind in self._skip else checks.append(c))
+        checks, skipped = assemble(rec, self._sc, self._checks)
         return checks, skipped, self._metrics(rec, checks)
 
     def _metrics(self, rec: Record, checks: list[CheckOutcome]) -> dict[str, Any]:

@@ -353,13 +353,6 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
     return tally.result(rec, compaction_true)
 
 
-def resume_metrics(rec: Record) -> dict[str, Any]:
-    """``resume_fidelity`` and ``turns_lost`` (module docstring)."""
-    done = [e for e in rec.of_type("resume") if e.get("applicable")]
-    return {"resume_fidelity": Rate(sum(1 for e in done if e["fidelity"]), len(done)).to_dict(),
-            "turns_lost": sum(1 for t in rec.of_type("turn") if t.get("killed"))}
-
-
 def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Pool per-seed metrics of one (scenario, variant): rates with Wilson intervals, means
     with bootstrap intervals, pass^k of 'every check passed' for k = 1..seeds."""
