@@ -223,34 +223,33 @@ def bpe_ranks(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
-def _load_openai(name: str) -> Tokenizer:
-    """tiktoken's encoder built from the hash-checked bundled vocab (no cache file to write or
+def _tiktoken(name: str, pat: str, vocab: VocabFile, specials: dict[str, int], *,
+              nfc: bool = False) -> Tokenizer:
+    """tiktoken's encoder built from a hash-checked bundled vocab (no cache file to write or
     re-hash). The Python rank table is dropped once the encoder holds its own copy: tiktoken
     keeps it only to pickle the Encoding, which nothing here does, and it is about 30 MB of a
     process's memory for o200k (docs/tokens.md). Unpickling one now fails loudly."""
     import tiktoken
 
-    pat, specials = TIKTOKEN_SPECS[name]
-    ranks = bpe_ranks(TIKTOKEN_VOCABS[name].read())
+    ranks = bpe_ranks(vocab.read())
     try:
         enc = tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=specials)
     except Exception as e:
         raise TokenizerUnavailable(f"tiktoken could not build {name}: {e}") from None
     del ranks
     enc._mergeable_ranks = None  # type: ignore[assignment]
-    return _TiktokenTokenizer(name, enc.encode_ordinary)
+    return _TiktokenTokenizer(name, enc.encode_ordinary, normalize_nfc=nfc)
+
+
+def _load_openai(name: str) -> Tokenizer:
+    pat, specials = TIKTOKEN_SPECS[name]
+    return _tiktoken(name, pat, TIKTOKEN_VOCABS[name], specials)
 
 
 def _load_qwen(name: str) -> Tokenizer:
-    import tiktoken
-
-    ranks = bpe_ranks(QWEN_VOCAB.read())
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + [f"<|extra_{i}|>" for i in range(205)]
-    enc = tiktoken.Encoding("qwen2.5", pat_str=QWEN_PAT, mergeable_ranks=ranks,
-                            special_tokens={s: 151643 + i for i, s in enumerate(specials)})
-    del ranks
-    enc._mergeable_ranks = None  # type: ignore[assignment]  # as _load_openai's
-    return _TiktokenTokenizer(name, enc.encode_ordinary, normalize_nfc=True)
+    return _tiktoken(name, QWEN_PAT, QWEN_VOCAB,
+                     {s: 151643 + i for i, s in enumerate(specials)}, nfc=True)
 
 
 def _load_deepseek(name: str) -> Tokenizer:
