@@ -107,11 +107,12 @@ def _reply_texts(call: dict[str, Any]) -> list[str]:
 
 def observe(rec: Record) -> Observed:
     """The auxiliary calls, summary calls and compactions of ``rec`` (module docstring)."""
-    replies = {t["reply"] for t in rec.of_type("turn") if t.get("reply")}
+    turns = rec.of_type("turn")
+    replies = {t["reply"] for t in turns if t.get("reply")}
     # The last call of each turn its harness reported failed, and the turn's words.
-    failed_last = {t["last_call"]: t["text"] for t in rec.of_type("turn")
+    failed_last = {t["last_call"]: t["text"] for t in turns
                    if t.get("harness_failed") and t.get("text")}
-    instance = {n: t["instance"] for t in rec.of_type("turn") if "instance" in t
+    instance = {n: t["instance"] for t in turns if "instance" in t
                 for n in range(t["first_call"], t["last_call"] + 1)}
     by_session: dict[str, list[dict[str, Any]]] = {}
     at: dict[int, int] = {}          # call number -> its place in the record
