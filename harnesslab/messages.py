@@ -381,21 +381,93 @@ class Decoded:
         return tuple(out)
 
 
-def request_from_dict(d: Any, decoded: Decoded | None = None) -> Request:
+class Sent:
+    """The messages and tools of the last requests answered on the bench's own wire, by the
+    id each was answered with. A request may name a run of one's messages in its own list
+    (``{"same": [N, S, K]}``: request N's K messages from index S) and its tools
+    (``"tools": {"same": N}``) instead of sending them again: a long history crosses the wire
+    once, not with every call, and so does the part of it a compaction keeps. A few are kept,
+    since instances of a program alternating over one session each refer to their own; one no
+    longer kept is refused, and the program sends the whole request instead."""
+
+    KEPT = 8
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, Request] = {}
+
+    def keep(self, n: int, request: Request) -> None:
+        self._by_id[n] = request
+        if len(self._by_id) > self.KEPT:
+            del self._by_id[next(iter(self._by_id))]
+
+    def _ints(self, v: Any, n: int, where: str) -> list[int]:
+        if not isinstance(v, list) or len(v) != n or any(
+                not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in v):
+            raise InputError(f"expected {n} non-negative integers, got {v!r}", field=where)
+        return v
+
+    def _request(self, n: int) -> Request:
+        r = self._by_id.get(n)
+        if r is None:
+            raise UnknownRequest(n)
+        return r
+
+    def messages(self, items: list[Any]) -> tuple[Message, ...]:
+        """The messages of a request's list of message objects and runs of earlier ones."""
+        out: list[Message] = []
+        for i, d in enumerate(items):
+            where = f"messages[{i}]"
+            if isinstance(d, Mapping) and "same" in d:
+                n, start, k = self._ints(d["same"], 3, where + ".same")
+                base = self._request(n).messages
+                if start + k > len(base):
+                    raise InputError(f"request {n} had {len(base)} messages, fewer than "
+                                     f"{start} + {k}", field=where + ".same")
+                out += base[start:start + k]
+            else:
+                out.append(message_from_dict(d, where))
+        return tuple(out)
+
+    def tools(self, d: Mapping[str, Any]) -> tuple[ToolSchema, ...]:
+        return self._request(self._ints([d["same"]], 1, "request.tools.same")[0]).tools
+
+    @staticmethod
+    def refers(d: Mapping[str, Any]) -> bool:
+        """Whether a request's dict names anything of an earlier request."""
+        msgs, tools = d.get("messages"), d.get("tools")
+        return (isinstance(tools, Mapping) and "same" in tools) or (isinstance(msgs, list) and any(
+            isinstance(m, Mapping) and "same" in m for m in msgs))
+
+
+class UnknownRequest(Exception):
+    """A request names an earlier one the bench no longer keeps (:class:`Sent`)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.n = n
+
+
+def request_from_dict(d: Any, decoded: Decoded | None = None, sent: Sent | None = None
+                      ) -> Request:
     """The request of ``d`` (``request_to_dict``'s form); ``decoded`` keeps the messages of
-    the last one, for a caller that decodes a stream of them."""
+    the last one, for a caller that decodes a stream of them; ``sent`` resolves what it names
+    of earlier requests (raising :class:`UnknownRequest` for one no longer kept)."""
     if not isinstance(d, Mapping):
         raise InputError("expected an object", field="request")
     msgs = d.get("messages", [])
     if not isinstance(msgs, list):
         raise InputError("expected a list", field="request.messages")
     budget = d.get("output_budget")
+    tools = d.get("tools", []) or []
+    refers = sent is not None and Sent.refers(d)
     return Request(
         system=d.get("system", "") or "",
         summary=d.get("summary", "") or "",
-        messages=decoded.messages(msgs) if decoded is not None else
+        messages=sent.messages(msgs) if refers and sent is not None else
+        decoded.messages(msgs) if decoded is not None else
         tuple(message_from_dict(m, f"messages[{i}]") for i, m in enumerate(msgs)),
-        tools=tuple(ToolSchema.from_dict(t) for t in d.get("tools", []) or []),
+        tools=sent.tools(tools) if refers and sent is not None and isinstance(tools, Mapping)
+        else tuple(ToolSchema.from_dict(t) for t in tools),
         output_budget=int(budget) if budget is not None else None,
         session_id=d.get("session_id", "") or "",
         meta=tuple((str(k), str(v)) for k, v in d.get("meta", []) or []),

@@ -51,7 +51,7 @@ from harnesslab.messages import (
     ToolOutcome,
     ToolSchema,
     block_from_dict,
-    request_to_dict,
+    message_to_dict,
 )
 
 
@@ -165,14 +165,51 @@ _ALIVE: int | None = None
 class _Model:
     def __init__(self, http: _Http, path: str) -> None:
         self._http, self._path = http, path
+        # The last answered requests and the ids the bench answered them with, and where
+        # each message object of theirs stands: a request names the runs of messages it
+        # shares with them and their tools instead of sending them again (messages.Sent).
+        self._sent: list[tuple[Request, int]] = []
+        self._where: dict[int, tuple[tuple[Message, ...], int, int]] = {}
+
+    def _answered(self, request: Request, n: int) -> None:
+        self._sent = [*self._sent[-2:], (request, n)]
+        where: dict[int, tuple[tuple[Message, ...], int, int]] = {}
+        for r, k in self._sent:  # the latest last: it wins
+            msgs = r.messages
+            where.update((id(m), (msgs, k, j)) for j, m in enumerate(msgs))
+        self._where = where
+
+    def _body(self, request: Request, estimate: int | None, refer: bool) -> bytes:
+        messages = request.messages
+        items: list[Any] = []
+        i, total = 0, len(messages)
+        while i < total:
+            hit = self._where.get(id(messages[i])) if refer else None
+            if hit is None or hit[0][hit[2]] is not messages[i]:
+                items.append(message_to_dict(messages[i]))
+                i += 1
+                continue
+            base, n, j = hit
+            k = 1
+            while i + k < total and j + k < len(base) and base[j + k] is messages[i + k]:
+                k += 1
+            items.append({"same": [n, j, k]})
+            i += k
+        tools: Any = {"same": self._sent[-1][1]} if refer and request.tools and self._sent \
+            and self._sent[-1][0].tools == request.tools else [t.to_dict() for t in request.tools]
+        body = {"request": {"system": request.system, "summary": request.summary,
+                            "messages": items, "tools": tools,
+                            "output_budget": request.output_budget,
+                            "session_id": request.session_id}, "estimate": estimate}
+        return json.dumps(body, ensure_ascii=False).encode()
 
     def call(self, request: Request, *, purpose: str = "reply",
              estimate: int | None = None) -> Response:
         # purpose stays here: the bench finds what a call is for from the requests.
-        body = {"request": {k: v for k, v in request_to_dict(request).items() if k != "meta"},
-                "estimate": estimate}
-        status, out = self._http.request("POST", self._path,
-                                         json.dumps(body, ensure_ascii=False).encode())
+        status, out = self._http.request("POST", self._path, self._body(request, estimate, True))
+        if status == 409 and out["error"].get("code") == "unknown_request":
+            status, out = self._http.request("POST", self._path,
+                                             self._body(request, estimate, False))
         if status == 400 and out["error"]["type"] == "overflow":
             d = out["error"]["detail"]
             raise ContextOverflowError(out["error"]["profile"], OverflowDetail(**d))
@@ -180,6 +217,7 @@ class _Model:
             raise ProtocolError(out["error"]["profile"], out["error"]["problem"])
         if status != 200:
             raise HttpError(f"the model endpoint answered HTTP {status}: {out}")
+        self._answered(request, out["id"])
         return Response(tuple(block_from_dict(b) for b in out["blocks"]),
                         out["input_tokens"], out["output_tokens"])
 

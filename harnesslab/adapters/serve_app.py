@@ -25,9 +25,13 @@ Routes:
   request 400 ``invalid_request_error`` "prompt is too long: N tokens > M maximum".
 - ``POST /harnesslab/v1/request``: the bench's own request format (``messages.request_to_dict``
   under ``request``, and optionally the harness's own ``estimate`` of it), answered with the
-  reply's blocks and usage, or a 400 naming the rejection (``overflow`` with its numbers,
-  ``protocol_error``): the lossless wire of the reference harness as a program
-  (``adapters.reference_program``). It carries no purpose: what a call is for is found from
+  reply's blocks and usage and the request's ``id``, or a 400 naming the rejection
+  (``overflow`` with its numbers, ``protocol_error``): the lossless wire of the reference
+  harness as a program (``adapters.reference_program``). A request may name what it shares
+  with one of the last answered ones instead of sending it again (``messages.Sent``): a run of
+  its messages (``{"same": [ID, START, COUNT]}`` in ``messages``) and its tools
+  (``"tools": {"same": ID}``); one no longer kept is a 409 ``unknown_request``, and the
+  program sends the request whole. It carries no purpose: what a call is for is found from
   the request stream, as for every program.
 - ``GET /harnesslab/tools``: the session's tool schemas (OpenAI's ``tools`` form).
 - ``POST /harnesslab/tools/NAME`` with ``{"arguments": {...} or "JSON"}`` (and optionally
@@ -65,7 +69,9 @@ from harnesslab.messages import (
     Decoded,
     Request,
     Response,
+    Sent,
     ToolOutcome,
+    UnknownRequest,
     block_to_dict,
     request_from_dict,
 )
@@ -95,8 +101,10 @@ class WireSession:
     closed: bool = False
     # The Responses API's stored responses (previous_response_id), this session's only.
     stored: responses_wire.Conversation = field(default_factory=responses_wire.Conversation)
-    # The bench's own wire: the last request's messages as decoded (only new ones cost).
+    # The bench's own wire: the last request's messages as decoded (only new ones cost), and
+    # the last answered requests, whose messages and tools a request can name (``Sent``).
     decoded: Decoded = field(default_factory=Decoded)
+    sent: Sent = field(default_factory=Sent)
 
     def _locked(self, fn: Callable[[], Any]) -> Any:
         with self.lock:
@@ -448,14 +456,17 @@ def build_app(sessions: Sessions) -> Any:
             # No meta: a program cannot tell the bench what a call is for.
             request = request_from_dict({**body.get("request", {}),
                                          "session_id": s.context.session.id, "meta": []},
-                                        s.decoded)
+                                        s.decoded, s.sent)
             if estimate is not None and (not isinstance(estimate, int)
                                          or isinstance(estimate, bool)):
                 raise InputError(f"expected an integer, got {estimate!r}", field="estimate")
+        except UnknownRequest as e:
+            return err(409, f"request {e.n} is no longer kept to refer to: send the whole "
+                       "request", code="unknown_request")
         except (InputError, TypeError, AttributeError) as e:
             return err(400, getattr(e, "problem", str(e)), param=getattr(e, "field", None))
         try:
-            resp, _ = await call(s, request, estimate)
+            resp, n = await call(s, request, estimate)
         except ContextOverflowError as e:
             d = e.detail
             return JSONResponse({"error": {"type": "overflow", "profile": e.profile,
@@ -466,7 +477,8 @@ def build_app(sessions: Sessions) -> Any:
         except ProtocolError as e:
             return JSONResponse({"error": {"type": "protocol_error", "profile": e.profile,
                                            "message": str(e), "problem": e.problem}}, 400)
-        return JSONResponse({"blocks": [block_to_dict(b) for b in resp.blocks],
+        s.sent.keep(n, request)
+        return JSONResponse({"id": n, "blocks": [block_to_dict(b) for b in resp.blocks],
                              "input_tokens": resp.input_tokens,
                              "output_tokens": resp.output_tokens})
 

@@ -105,3 +105,36 @@ def test_black_box_suite_cpu_ratio(benchmark: Any) -> None:
            zygote_cpu_s=forked, ratio=ratio)
     benchmark.pedantic(lambda: None, rounds=1)
     assert ratio <= LIMIT
+
+
+# A long conversation through the wrapper: before the native wire named what a request shares
+# with an earlier one (messages.Sent), every call sent and decoded the whole history again,
+# and 1,200 turns cost 5.1x to 6.0x the run in process (13.1 s and 15.9 s against 2.6 s);
+# naming it, 1.9x to 2.0x.
+LONG_TURNS = 1200
+LONG_LIMIT = 3.5
+
+
+def _long_cpu(cli_set: dict[str, Any]) -> float:
+    from tests.benchmarks.scenarios import long_scenario
+
+    sc = long_scenario(LONG_TURNS, filler=None, context_size=131072)  # no compaction
+    start, forks = _cpu(), zygote.cpu_seconds()
+    run_variant(sc, sc.variants[0], cli_set=cli_set)
+    return _cpu() - start + zygote.cpu_seconds() - forks
+
+
+def test_a_long_conversation_through_the_wrapper_costs_linear_work(benchmark: Any) -> None:
+    from harnesslab.tokens.tokenizers import get_tokenizer
+
+    get_tokenizer("o200k_base")  # the service's count: loaded once, before either side
+    _long_cpu({"harness": WRAPPER, "turn_timeout": 300})  # the zygote started, warm
+    inproc = min(_long_cpu({}) for _ in range(2))
+    wire = min(_long_cpu({"harness": WRAPPER, "turn_timeout": 300}) for _ in range(2))
+    ratio = wire / inproc
+    report(benchmark, f"{LONG_TURNS} turns of one growing conversation: in process "
+           f"{inproc:.2f} s CPU, through the reference harness as a program {wire:.2f} s: "
+           f"{ratio:.2f}x (limit {LONG_LIMIT:g}x; resending the history was 5.1x to 6.0x)",
+           long_inproc_cpu_s=inproc, long_wire_cpu_s=wire, long_ratio=ratio)
+    benchmark.pedantic(lambda: None, rounds=1)
+    assert ratio <= LONG_LIMIT
