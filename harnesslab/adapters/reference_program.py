@@ -258,7 +258,7 @@ def main() -> None:
     global _ALIVE
     alive = os.environ.get("HARNESSLAB_ZYGOTE_ALIVE")
     _ALIVE = int(alive) if alive else None
-    inp = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_IN"]), encoding="utf-8")
+    inp = zygote.protocol_lines(int(os.environ["HARNESSLAB_PROTOCOL_IN"]))
     out = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_OUT"]), "w", encoding="utf-8")
     base = os.environ["HARNESSLAB_TOOLS_URL"].removesuffix("/harnesslab/tools")
     http = _Http(base, os.environ["OPENAI_API_KEY"])
@@ -309,6 +309,22 @@ def main() -> None:
 # with, two seconds of every program that runs that profile otherwise.
 ZYGOTE_KEEP = ("agentscope.agent", "agentscope.agent._config", "agentscope.exception",
                "agentscope._utils._common", "jsonschema", "harnesslab.harness.agentscope_profile")
+
+
+def zygote_prepare(first: bytes) -> list[str]:
+    """In the zygote, before it forks the worker for a program: what the program's first line
+    (the hello, which the bench sends before it reads anything) shows it will import, of
+    ``ZYGOTE_KEEP``. The agentscope prompts profile imports the agentscope package (about 2 s):
+    imported once here, it is paid neither by the first program that needs it nor again by the
+    zygote after that program reported it."""
+    try:
+        hello = json.loads(first.split(b"\n", 1)[0])
+    except ValueError:
+        return []
+    settings = hello.get("settings") if isinstance(hello, dict) else None
+    if isinstance(settings, dict) and settings.get("prompts") == "agentscope":
+        return list(ZYGOTE_KEEP)
+    return []
 
 
 def _exit(harness: ReferenceHarness | None) -> None:

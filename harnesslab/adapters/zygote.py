@@ -29,7 +29,12 @@ its workers' are not the bench process's children's (the zygote is not its child
 What a program imports on its own need and the served module lists in ``ZYGOTE_KEEP`` (the
 reference program: agentscope, for its prompts profile) the zygote imports once a worker has
 reported it (:func:`report_imports`, as the worker ends), for the workers it forks after:
-never before, so a suite that needs none of it pays nothing.
+never before, so a suite that needs none of it pays nothing. A served module whose program
+reads a first line before it writes anything (the reference program's hello) may have the
+zygote read that line before the fork (``zygote_prepare(first) -> names``): the zygote
+imports the names of ``ZYGOTE_KEEP`` it returns, then forks; the worker reads the line again
+from :func:`protocol_lines`. So not even the first program that needs a kept module imports
+it itself.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ TYPE_CHECKING = False  # not typing's: importing typing is a tenth of the launch
 if TYPE_CHECKING:
     import signal as _signal  # its names, typed: _signal is what it re-exports
     import socket
+    from collections.abc import Iterator
     from typing import Any
 else:
     import _signal
@@ -251,6 +257,23 @@ def report_imports() -> None:
             pass  # the zygote is gone, or its pipe is full: a later worker tells it again
 
 
+_AHEAD = b""  # in a worker: what the zygote read of the program's channel for it
+
+
+def protocol_lines(fd: int) -> Iterator[str]:
+    """The lines of the program's protocol channel (its descriptor ``fd``): in a worker of a
+    served module that has ``zygote_prepare``, first what the zygote read of it before the
+    fork, then the rest."""
+    f = os.fdopen(fd, "rb")
+    ahead = _AHEAD
+    if ahead:
+        whole = ahead if ahead.endswith(b"\n") else ahead + f.readline()
+        for line in whole.splitlines(keepends=True):
+            yield line.decode("utf-8", errors="replace")
+    for line in f:
+        yield line.decode("utf-8", errors="replace")
+
+
 def kept(module: str = "harnesslab.adapters.reference_program") -> list[str]:
     """The modules this process's zygote would keep that it has loaded (none: no zygote)."""
     return list(_stats(module).get("kept", []))
@@ -292,6 +315,10 @@ def _worker(entry: Any, request: dict[str, Any], fds: list[int], wants: str) -> 
     os.environ.clear()
     os.environ.update(env)
     os.chdir(request["cwd"])
+    # The zygote runs as __main__: the served module reads this module under its own name.
+    for name in (__name__, "harnesslab.adapters.zygote"):
+        if name in sys.modules:
+            sys.modules[name]._AHEAD = bytes(request.get("ahead", b""))  # type: ignore[attr-defined]
 
     def watch() -> None:
         # Only the launcher holds the other end and never writes: the read ends when it dies.
@@ -363,8 +390,58 @@ def serve(module: str, owner: int, ready: int) -> None:
     os.write(ready, b"1")
     os.close(ready)
     workers: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> (pid, launcher connection)
+    # Launchers whose program's first line is awaited (``zygote_prepare``), by the channel's
+    # read end: the connection, the request, its descriptors and what was read so far.
+    prepare = getattr(served, "zygote_prepare", None)
+    pending: dict[int, tuple[socket.socket, dict[str, Any], list[int], bytes]] = {}
+
+    def keep_imports(names: Any) -> None:
+        nonlocal forking
+        for name in keep:
+            if name in names and name not in tried:
+                tried.add(name)  # once: an import that failed is not tried again
+                with contextlib.suppress(Exception):
+                    importlib.import_module(name)
+        forking = forking and threading.active_count() == 1
+        gc.freeze()  # what the import built, as the harness's above
+
+    def start(conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        if not forking:  # no pid: the launcher runs the program itself
+            for fd in fds:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                _send(conn, {})
+            conn.close()
+            return
+        missing = [n for n in keep if n not in sys.modules and n not in tried]
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            os.close(parent)
+            os.close(wants_r)
+            if not missing:
+                os.close(wants_w)
+            for pidfd, (_pid, other) in workers.items():
+                os.close(pidfd)
+                other.close()
+            for other, _r, others, _a in pending.values():
+                other.close()
+                for fd in others:
+                    os.close(fd)
+            conn.close()
+            _worker(entry, request, fds,
+                    " ".join([str(wants_w), *missing]) if missing else "")
+        for fd in fds:
+            os.close(fd)
+        # A launcher gone already: its worker's pipe has ended, and the worker ends too.
+        with contextlib.suppress(OSError):
+            _send(conn, {"pid": pid})
+        workers[os.pidfd_open(pid)] = (pid, conn)
+
     while True:
-        readable, _, _ = select.select([listener.fileno(), parent, wants_r, *workers], [], [])
+        waiting = [x for fd_in, (c, _r, _f, _a) in pending.items() for x in (fd_in, c.fileno())]
+        readable, _, _ = select.select([listener.fileno(), parent, wants_r, *workers, *waiting],
+                                       [], [])
         if parent in readable:  # the bench process is gone: so are its programs
             for pidfd, (pid, _conn) in workers.items():
                 with contextlib.suppress(OSError):
@@ -380,14 +457,29 @@ def serve(module: str, owner: int, ready: int) -> None:
             os.close(pidfd)
         if wants_r in readable:
             with contextlib.suppress(OSError):
-                names = set(os.read(wants_r, 1 << 16).decode(errors="replace").split())
-                for name in keep:
-                    if name in names and name not in tried:
-                        tried.add(name)  # once: an import that failed is not tried again
-                        with contextlib.suppress(Exception):
-                            importlib.import_module(name)
-                forking = forking and threading.active_count() == 1
-                gc.freeze()  # what the import built, as the harness's above
+                keep_imports(set(os.read(wants_r, 1 << 16).decode(errors="replace").split()))
+        for fd_in in [f for f in list(pending) if f in readable
+                      or pending[f][0].fileno() in readable]:
+            conn, asked, fds, ahead = pending.pop(fd_in)
+            if conn.fileno() in readable and fd_in not in readable:
+                # The launcher ended (killed) before its program's first line: no program.
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
+                continue
+            try:
+                more = os.read(fd_in, 1 << 16)
+            except OSError:
+                more = b""
+            ahead += more
+            if more and b"\n" not in ahead:
+                pending[fd_in] = (conn, asked, fds, ahead)  # the line is not whole yet
+                continue
+            # What the first line shows the program will import, imported once here first:
+            # the worker then finds it done, and so do the workers forked after.
+            with contextlib.suppress(Exception):
+                keep_imports(set(prepare(ahead)))  # type: ignore[misc]
+            start(conn, {**asked, "ahead": ahead}, fds)
         if listener.fileno() not in readable:
             continue
         conn, _ = listener.accept()
@@ -405,33 +497,11 @@ def serve(module: str, owner: int, ready: int) -> None:
                          "kept": [n for n in keep if n in sys.modules]})
             conn.close()
             continue
-        if not forking:  # no pid: the launcher runs the program itself
-            for fd in fds:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                _send(conn, {})
-            conn.close()
+        if prepare is not None and forking and int(request.get("channel", 0)) > 0 \
+                and len(fds) > 4:
+            pending[fds[4]] = (conn, request, fds, b"")  # fds[4]: the channel's read end
             continue
-        missing = [n for n in keep if n not in sys.modules and n not in tried]
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            os.close(parent)
-            os.close(wants_r)
-            if not missing:
-                os.close(wants_w)
-            for pidfd, (_pid, other) in workers.items():
-                os.close(pidfd)
-                other.close()
-            conn.close()
-            _worker(entry, request, fds,
-                    " ".join([str(wants_w), *missing]) if missing else "")
-        for fd in fds:
-            os.close(fd)
-        # A launcher gone already: its worker's pipe has ended, and the worker ends too.
-        with contextlib.suppress(OSError):
-            _send(conn, {"pid": pid})
-        workers[os.pidfd_open(pid)] = (pid, conn)
+        start(conn, request, fds)
 
 
 if __name__ == "__main__":

@@ -137,10 +137,11 @@ def test_with_the_zygote_off_the_program_serves_itself(tmp_path: Path, tools_url
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
-def test_the_zygote_keeps_what_a_worker_needed_for_the_workers_after_it(
+def test_the_zygote_imports_what_a_programs_first_line_shows_it_needs_before_the_fork(
         tmp_path: Path, tools_url: str) -> None:
     """The agentscope prompts profile imports the agentscope package (two seconds): the zygote
-    imports it once a worker has, not before (a suite that never needs it never pays it)."""
+    imports it when a program's hello line asks for that profile, before it forks the worker
+    (``zygote_prepare``), not before (a suite that never needs it never pays it)."""
     pytest.importorskip("agentscope")
     words = COMMANDS["launcher"]
     plain, _ = _start(tmp_path, tools_url, words)
@@ -148,9 +149,9 @@ def test_the_zygote_keeps_what_a_worker_needed_for_the_workers_after_it(
     assert zygote.kept() == []  # the control: a program of the default profile needs none of it
     hello = {**HELLO, "settings": {"prompts": "agentscope"}}
     first, wa = _start(tmp_path, tools_url, words, hello=hello)
-    assert wa is not None and "agentscope.agent" not in zygote.kept()  # imported by the worker
+    # Imported by the zygote from the hello line, before the fork: the worker found it done.
+    assert wa is not None and "agentscope.agent" in zygote.kept()
     first.stop()
-    assert _eventually(lambda: "agentscope.agent" in zygote.kept())
     second, wb = _start(tmp_path, tools_url, words, hello=hello)
     assert wb is not None  # still a fork of its own, with the package loaded before it
     second.proc.kill()
@@ -195,3 +196,38 @@ def test_a_kept_import_that_starts_a_thread_ends_the_forking(tmp_path: Path) -> 
     assert run()  # the control: a worker served it (its pid is not the launcher's)
     assert _eventually(lambda: zygote.kept(module) == ["threaded_dep"])
     assert not run()  # the zygote has a thread now: the launcher served it itself
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
+def test_a_program_killed_before_its_first_line_leaves_no_worker_and_the_zygote_serves_on(
+        tmp_path: Path, tools_url: str) -> None:
+    """The zygote waits for the reference program's hello before it forks (zygote_prepare): a
+    program the bench kills before sending it never gets a worker, and the next one does."""
+    words = COMMANDS["launcher"]
+    warm, _ = _start(tmp_path, tools_url, words)  # the zygote is up
+    warm.stop()
+    before = _zygote_children()
+    env = {**os.environ, "OPENAI_API_KEY": secrets.token_hex(8), "HARNESSLAB_TOOLS_URL": tools_url}
+    silent = Program(words, env, timeout=60, logs=tmp_path / "silent")
+    time.sleep(0.3)  # the launcher has handed its channel over; nothing was written on it
+    assert _zygote_children() - before == set()  # no worker before the first line
+    silent.kill()
+    assert silent.proc.returncode == -signal.SIGKILL
+    after, worker = _start(tmp_path, tools_url, words)
+    assert worker is not None
+    after.stop()
+    assert after.proc.returncode == 0
+
+
+def test_the_protocol_lines_begin_with_what_the_zygote_read_ahead(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    r, w = os.pipe()
+    os.write(w, b'rt": 1}\n{"b": 2}\n')
+    os.close(w)
+    monkeypatch.setattr(zygote, "_AHEAD", b'{"a": 0}\n{"pa')  # a line cut where a read ended
+    assert list(zygote.protocol_lines(r)) == ['{"a": 0}\n', '{"part": 1}\n', '{"b": 2}\n']
+    r, w = os.pipe()
+    os.write(w, b'{"b": 2}\n')
+    os.close(w)
+    monkeypatch.setattr(zygote, "_AHEAD", b"")  # the control: nothing read ahead
+    assert list(zygote.protocol_lines(r)) == ['{"b": 2}\n']
