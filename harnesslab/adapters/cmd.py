@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 from harnesslab.adapters import mcp_app
+from harnesslab.adapters.local import LOCAL_MODEL
 from harnesslab.adapters.program import Program, ProgramFailed
 from harnesslab.adapters.serve_app import (
     Server,
@@ -221,7 +222,8 @@ class CmdHarness(HarnessBase):
         self._killed: BaseException | None = None
         caller = config.tool_identity == "caller"
         wire = WireSession(replace(context, endpoint=self._door),
-                           identity="trust" if caller else config.identity)
+                           identity="trust" if caller else config.identity,
+                           inline=LOCAL_MODEL.get())
         self._sessions.add(self._token, wire)
         base = server.url.removesuffix("/v1")
         workdir, logs, self.instance = self._folders(context.workdir, config)

@@ -56,7 +56,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -99,6 +99,7 @@ class WireSession:
     calls: int = 0
     tool_calls: int = 0
     closed: bool = False
+    inline: bool = False  # calls and tool runs on the event loop (adapters.local.LOCAL_MODEL)
     # The Responses API's stored responses (previous_response_id), this session's only.
     stored: responses_wire.Conversation = field(default_factory=responses_wire.Conversation)
     # The bench's own wire: the last request's messages as decoded (only new ones cost), and
@@ -276,7 +277,8 @@ def build_app(sessions: Sessions) -> Any:
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request as HttpRequest
-    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.responses import JSONResponse
+    from starlette.responses import Response as HttpResponse
     from starlette.routing import Route
 
     def err(status: int, message: str, *, code: str | None = None, param: str | None = None,
@@ -338,21 +340,21 @@ def build_app(sessions: Sessions) -> Any:
 
     async def call(s: WireSession, request: Request,
                    estimate: int | None = None) -> tuple[Response, int]:
+        if s.inline:
+            return s.call(request, estimate)
         result: tuple[Response, int] = await run_in_threadpool(s.call, request, estimate)
         return result
 
-    def event_stream(lines: Iterator[str]) -> StreamingResponse:
-        # The answer is whole before the first byte goes out, so its events are written in one
-        # body frame from an async generator: a sync iterator would cost Starlette a thread
-        # hop and a send per event (twice the CPU of a plain answer, measured in
-        # tests/benchmarks/test_serve_bench.py). The client still parses one event at a time.
-        body = "".join(lines)
+    def event_stream(lines: Iterator[str]) -> HttpResponse:
+        # The answer is whole before the first byte goes out, so its events go out as one body
+        # with its length: a StreamingResponse (its task watching for a disconnect, a send per
+        # frame and the chunked framing) cost as much CPU again as the call itself (measured
+        # in tests/benchmarks/test_serve_bench.py). The client still reads and parses one
+        # event at a time, as from any server-sent stream.
+        return HttpResponse("".join(lines), media_type="text/event-stream",
+                        headers={"Cache-Control": "no-cache"})
 
-        async def frames() -> AsyncIterator[str]:
-            yield body
-        return StreamingResponse(frames(), media_type="text/event-stream")
-
-    def sse(events: Iterator[dict[str, Any]], *, named: bool) -> StreamingResponse:
+    def sse(events: Iterator[dict[str, Any]], *, named: bool) -> HttpResponse:
         return event_stream((f"event: {e['type']}\n" if named else "")
                             + "data: " + json.dumps(e, ensure_ascii=False) + "\n\n"
                             for e in events)
@@ -494,8 +496,9 @@ def build_app(sessions: Sessions) -> Any:
         args = body.get("arguments", {})
         raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
         acting = body.get("acting_user")
-        out = await run_in_threadpool(s.tool, req.path_params["name"], raw,
-                                      acting if isinstance(acting, str) else None)
+        who = acting if isinstance(acting, str) else None
+        out = s.tool(req.path_params["name"], raw, who) if s.inline else \
+            await run_in_threadpool(s.tool, req.path_params["name"], raw, who)
         return JSONResponse({"content": out.text, "is_error": out.is_error})
 
     @handler

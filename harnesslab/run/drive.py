@@ -10,6 +10,7 @@ from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
+from harnesslab.adapters.local import LOCAL_MODEL
 from harnesslab.errors import NotApplicable, TokenizerUnavailable
 from harnesslab.harness.base import Harness, HarnessContext, HarnessGone, TurnResult
 from harnesslab.harness.honours import honoured, honours_of
@@ -136,6 +137,18 @@ def drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: i
     """Run the scenario's steps. ``admit`` sees the first instance before any step (it raises
     NotApplicable when the variant does not apply to what the harness declared);
     ``memory_files`` are placed in the workdir before the first instance is built."""
+    # A black-box program's calls are served on the wire's event loop when the model is the
+    # fake one (adapters.serve_app.LOCAL_MODEL): set for this run's harnesses only.
+    local = LOCAL_MODEL.set(not s.model.real)
+    try:
+        _drive(sc, s, world, writer, seed, workdir, on_step, admit, memory_files)
+    finally:
+        LOCAL_MODEL.reset(local)
+
+
+def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: int,
+           workdir: Path | None, on_step: Callable[[int], None] | None,
+           admit: Callable[[Harness], None] | None, memory_files: Sequence[MemoryFile]) -> None:
     cls = load_harness(s.harness.harness)
     place_memory_files(memory_files, cls, s.harness, workdir, harness_label(s.harness.harness),
                        writer)

@@ -53,7 +53,7 @@ class ScenarioServe:
         ctx, _, _ = world_context(self.sc, self.settings, world, writer, self.seed)
         with self._lock:
             self.writers.append(writer)
-        return WireSession(ctx, after=writer.flush)
+        return WireSession(ctx, after=writer.flush, inline=not self.settings.model.real)
 
     def close(self) -> None:
         for s in self.sessions.all():

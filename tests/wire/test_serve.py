@@ -186,3 +186,18 @@ def test_nothing_of_the_scenario_goes_over_the_wire(tmp_path: Path) -> None:
     for secret in ("北京市朝阳区建国路88号", "13900000002", "李四", "ask_address", "expect",
                    "lexicon", "no_leak"):
         assert secret not in wire, secret
+
+
+def test_a_fake_models_calls_are_served_on_the_event_loop_and_a_real_ones_in_a_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulated world answers without waiting on anything: its calls skip the thread hop
+    (adapters.local.LOCAL_MODEL); a real model's call waits on the network and keeps it, so
+    that other sessions are served meanwhile."""
+    with serving(tmp_path / "fake") as (url, serve):
+        _converse(url, "session-a")
+        assert serve.sessions.get("session-a").inline
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")  # no call is made
+    real = {"model": "openai-compatible", "model.base_url": "http://127.0.0.1:9/v1",
+            "model.model": "m"}
+    with serving(tmp_path / "real", cli_set=real) as (_, serve):
+        assert not serve.sessions.get("session-b").inline
