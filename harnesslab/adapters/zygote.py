@@ -65,6 +65,9 @@ OFF_ENV = "HARNESSLAB_ZYGOTE"
 ALIVE_ENV = "HARNESSLAB_ZYGOTE_ALIVE"  # the worker's end of the launcher's pipe
 # "<fd> <module> ...": the zygote's pipe, and the modules it would keep that it has not loaded
 WANTS_ENV = "HARNESSLAB_ZYGOTE_WANTS"
+# What the zygote read of a program's first line before it forked (hex): in the worker's
+# environment, or in the launcher's when the zygote did not fork (protocol_lines reads it).
+AHEAD_ENV = "HARNESSLAB_ZYGOTE_AHEAD"
 _CHANNEL = ("HARNESSLAB_PROTOCOL_IN", "HARNESSLAB_PROTOCOL_OUT")
 _MAX_FDS = 8
 _START_TIMEOUT = 60.0
@@ -211,6 +214,8 @@ def launch(module: str) -> None:
     if reply is None or "pid" not in reply:
         conn.close()
         os.close(alive_w)
+        if reply is not None and reply.get("ahead"):  # the zygote read its first line
+            os.environ[AHEAD_ENV] = reply["ahead"]
         return  # no worker was started: the program runs here
     # The worker holds the bench's pipes now: this process lets go of them, so that they end
     # when the worker does.
@@ -257,15 +262,13 @@ def report_imports() -> None:
             pass  # the zygote is gone, or its pipe is full: a later worker tells it again
 
 
-_AHEAD = b""  # in a worker: what the zygote read of the program's channel for it
-
-
 def protocol_lines(fd: int) -> Iterator[str]:
     """The lines of the program's protocol channel (its descriptor ``fd``): in a worker of a
     served module that has ``zygote_prepare``, first what the zygote read of it before the
-    fork, then the rest."""
+    fork (``AHEAD_ENV``, set by the worker or, when no worker was forked, by the launcher),
+    then the rest."""
     f = os.fdopen(fd, "rb")
-    ahead = _AHEAD
+    ahead = bytes.fromhex(os.environ.pop(AHEAD_ENV, ""))
     if ahead:
         whole = ahead if ahead.endswith(b"\n") else ahead + f.readline()
         for line in whole.splitlines(keepends=True):
@@ -310,15 +313,14 @@ def _worker(entry: Any, request: dict[str, Any], fds: list[int], wants: str) -> 
         env[name] = str(fd)
     env[ALIVE_ENV] = str(alive)
     env.pop(WANTS_ENV, None)
+    env.pop(AHEAD_ENV, None)
+    if request.get("ahead"):  # what the zygote read of the first line (protocol_lines)
+        env[AHEAD_ENV] = bytes(request["ahead"]).hex()
     if wants:
         env[WANTS_ENV] = wants
     os.environ.clear()
     os.environ.update(env)
     os.chdir(request["cwd"])
-    # The zygote runs as __main__: the served module reads this module under its own name.
-    for name in (__name__, "harnesslab.adapters.zygote"):
-        if name in sys.modules:
-            sys.modules[name]._AHEAD = bytes(request.get("ahead", b""))  # type: ignore[attr-defined]
 
     def watch() -> None:
         # Only the launcher holds the other end and never writes: the read ends when it dies.
@@ -409,8 +411,8 @@ def serve(module: str, owner: int, ready: int) -> None:
         if not forking:  # no pid: the launcher runs the program itself
             for fd in fds:
                 os.close(fd)
-            with contextlib.suppress(OSError):
-                _send(conn, {})
+            with contextlib.suppress(OSError):  # with what was read of its first line
+                _send(conn, {"ahead": request["ahead"].hex()} if request.get("ahead") else {})
             conn.close()
             return
         missing = [n for n in keep if n not in sys.modules and n not in tried]

@@ -224,10 +224,53 @@ def test_the_protocol_lines_begin_with_what_the_zygote_read_ahead(
     r, w = os.pipe()
     os.write(w, b'rt": 1}\n{"b": 2}\n')
     os.close(w)
-    monkeypatch.setattr(zygote, "_AHEAD", b'{"a": 0}\n{"pa')  # a line cut where a read ended
+    monkeypatch.setenv(zygote.AHEAD_ENV, b'{"a": 0}\n{"pa'.hex())  # a line cut where a read ended
     assert list(zygote.protocol_lines(r)) == ['{"a": 0}\n', '{"part": 1}\n', '{"b": 2}\n']
     r, w = os.pipe()
     os.write(w, b'{"b": 2}\n')
     os.close(w)
-    monkeypatch.setattr(zygote, "_AHEAD", b"")  # the control: nothing read ahead
+    assert zygote.AHEAD_ENV not in os.environ  # read once
+    monkeypatch.delenv(zygote.AHEAD_ENV, raising=False)  # the control: nothing read ahead
     assert list(zygote.protocol_lines(r)) == ['{"b": 2}\n']
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
+def test_a_first_line_read_by_a_zygote_that_then_stops_forking_reaches_the_program(
+        tmp_path: Path) -> None:
+    """The zygote reads a program's first line before it forks (zygote_prepare); should the
+    import that line asked for start a thread, the zygote forks no more and the launcher
+    serves the program itself: the line read reaches it all the same."""
+    module = f"prog_{secrets.token_hex(4)}"
+    (tmp_path / "threaded_dep.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    (tmp_path / f"{module}.py").write_text(
+        "import os, sys\n"
+        "ZYGOTE_KEEP = ('threaded_dep',)\n"
+        "def zygote_prepare(first):\n"
+        "    return ['threaded_dep'] if b'thread' in first else []\n"
+        "def main():\n"
+        "    from harnesslab.adapters import zygote\n"
+        "    lines = zygote.protocol_lines(int(os.environ['HARNESSLAB_PROTOCOL_IN']))\n"
+        "    print(os.getpid(), next(lines).strip(), next(lines).strip(), flush=True)\n"
+        "if __name__ == '__main__':\n"
+        "    main()\n")
+    launcher = command_words(zygote.command(module))
+
+    def run(first: bytes) -> tuple[bool, list[str]]:
+        r, w = os.pipe()
+        env = {**os.environ, "HARNESSLAB_PROTOCOL_IN": str(r), "HARNESSLAB_PROTOCOL_OUT": "1"}
+        p = subprocess.Popen(launcher, cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+                             env=env, pass_fds=(r,))
+        os.close(r)
+        os.write(w, first + b"second\n")
+        os.close(w)
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        words = out.split()
+        return int(words[0]) != p.pid, words[1:]
+
+    assert run(b"plain\n") == (True, ["plain", "second"])  # the control: a worker served it
+    # The import the line asks for starts a thread: this program is the launcher's own.
+    assert run(b"thread\n") == (False, ["thread", "second"])
+    assert run(b"plain\n") == (False, ["plain", "second"])
