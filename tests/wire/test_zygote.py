@@ -167,14 +167,19 @@ def _eventually(pred: Any, within: float = 30.0) -> bool:
     return False
 
 
+def _threaded_dep(folder: Path) -> None:
+    """A module whose import starts a thread (which a fork would not copy, but its locks)."""
+    (folder / "threaded_dep.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds and /proc")
 def test_a_kept_import_that_starts_a_thread_ends_the_forking(tmp_path: Path) -> None:
     """A fork copies no thread but every lock one may hold: once a kept import has started a
     thread in the zygote, the programs after run in their own process (the launcher's)."""
     module = f"prog_{secrets.token_hex(4)}"  # a zygote of its own (keyed by the module)
-    (tmp_path / "threaded_dep.py").write_text(
-        "import threading, time\n"
-        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    _threaded_dep(tmp_path)
     (tmp_path / f"{module}.py").write_text(
         "import os, sys\n"
         "ZYGOTE_KEEP = ('threaded_dep',)\n"
@@ -241,9 +246,7 @@ def test_a_first_line_read_by_a_zygote_that_then_stops_forking_reaches_the_progr
     import that line asked for start a thread, the zygote forks no more and the launcher
     serves the program itself: the line read reaches it all the same."""
     module = f"prog_{secrets.token_hex(4)}"
-    (tmp_path / "threaded_dep.py").write_text(
-        "import threading, time\n"
-        "threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    _threaded_dep(tmp_path)
     (tmp_path / f"{module}.py").write_text(
         "import os, sys\n"
         "ZYGOTE_KEEP = ('threaded_dep',)\n"
