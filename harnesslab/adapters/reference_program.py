@@ -165,27 +165,32 @@ _ALIVE: int | None = None
 class _Model:
     def __init__(self, http: _Http, path: str) -> None:
         self._http, self._path = http, path
-        # The last answered requests and the ids the bench answered them with, and where
-        # each message object of theirs stands: a request names the runs of messages it
-        # shares with them and their tools instead of sending them again (messages.Sent).
-        self._sent: list[tuple[Request, int]] = []
-        self._where: dict[int, tuple[tuple[Message, ...], int, int]] = {}
+        # The last answered requests, the ids the bench answered them with and where each of
+        # their message objects stands: a request names the runs of messages it shares with
+        # them and their tools instead of sending them again (messages.Sent).
+        self._sent: list[tuple[Request, int, dict[int, int]]] = []
 
     def _answered(self, request: Request, n: int) -> None:
-        self._sent = [*self._sent[-2:], (request, n)]
-        where: dict[int, tuple[tuple[Message, ...], int, int]] = {}
-        for r, k in self._sent:  # the latest last: it wins
-            msgs = r.messages
-            where.update((id(m), (msgs, k, j)) for j, m in enumerate(msgs))
-        self._where = where
+        # One index per request, built once: each call costs its own messages, not the three
+        # requests' again.
+        self._sent = [*self._sent[-2:],
+                      (request, n, {id(m): j for j, m in enumerate(request.messages)})]
+
+    def _find(self, m: Message) -> tuple[tuple[Message, ...], int, int] | None:
+        """Where ``m`` stands in the latest answered request that holds it."""
+        for r, n, index in reversed(self._sent):
+            j = index.get(id(m))
+            if j is not None and r.messages[j] is m:
+                return r.messages, n, j
+        return None
 
     def _body(self, request: Request, estimate: int | None, refer: bool) -> bytes:
         messages = request.messages
         items: list[Any] = []
         i, total = 0, len(messages)
         while i < total:
-            hit = self._where.get(id(messages[i])) if refer else None
-            if hit is None or hit[0][hit[2]] is not messages[i]:
+            hit = self._find(messages[i]) if refer else None
+            if hit is None:
                 items.append(message_to_dict(messages[i]))
                 i += 1
                 continue
