@@ -400,7 +400,8 @@ class Sent:
         if len(self._by_id) > self.KEPT:
             del self._by_id[next(iter(self._by_id))]
 
-    def _ints(self, v: Any, n: int, where: str) -> list[int]:
+    @staticmethod
+    def _ints(v: Any, n: int, where: str) -> list[int]:
         if not isinstance(v, list) or len(v) != n or any(
                 not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in v):
             raise InputError(f"expected {n} non-negative integers, got {v!r}", field=where)
@@ -459,14 +460,14 @@ def request_from_dict(d: Any, decoded: Decoded | None = None, sent: Sent | None 
         raise InputError("expected a list", field="request.messages")
     budget = d.get("output_budget")
     tools = d.get("tools", []) or []
-    refers = sent is not None and Sent.refers(d)
+    named = sent if sent is not None and Sent.refers(d) else None
     return Request(
         system=d.get("system", "") or "",
         summary=d.get("summary", "") or "",
-        messages=sent.messages(msgs) if refers and sent is not None else
+        messages=named.messages(msgs) if named is not None else
         decoded.messages(msgs) if decoded is not None else
         tuple(message_from_dict(m, f"messages[{i}]") for i, m in enumerate(msgs)),
-        tools=sent.tools(tools) if refers and sent is not None and isinstance(tools, Mapping)
+        tools=named.tools(tools) if named is not None and isinstance(tools, Mapping)
         else tuple(ToolSchema.from_dict(t) for t in tools),
         output_budget=int(budget) if budget is not None else None,
         session_id=d.get("session_id", "") or "",
