@@ -138,7 +138,7 @@ def drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: i
     NotApplicable when the variant does not apply to what the harness declared);
     ``memory_files`` are placed in the workdir before the first instance is built."""
     # A black-box program's calls are served on the wire's event loop when the model is the
-    # fake one (adapters.serve_app.LOCAL_MODEL): set for this run's harnesses only.
+    # fake one (adapters.local.LOCAL_MODEL): set for this run's harnesses only.
     local = LOCAL_MODEL.set(not s.model.real)
     try:
         _drive(sc, s, world, writer, seed, workdir, on_step, admit, memory_files)
