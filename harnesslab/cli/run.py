@@ -85,8 +85,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from harnesslab.run.suite import write_summary
 
     sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p, _ in scenarios}
-    planned = [PlannedRun(i, str(p), sha[p], v.name, seed, cli_set, str(out))
-               for i, (p, _, v, seed) in enumerate(tasks)]
+    planned = [PlannedRun(i, str(p), sha[p], v.name, seed, cli_set, str(out),
+                          sc.compiled_domain.sha256 if sc.compiled_domain is not None else None)
+               for i, (p, sc, v, seed) in enumerate(tasks)]
     done: dict[int, RunResult] = {}
     progress = None
     if not args.json and sys.stderr.isatty():
@@ -124,6 +125,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
+    if args.domain:
+        from harnesslab.sim.domain import DomainFile
+
+        print(json.dumps(DomainFile.model_json_schema(), ensure_ascii=False, indent=2))
+        return 0
     from harnesslab.scenario.schema import Scenario
 
     print(json.dumps(Scenario.model_json_schema(), ensure_ascii=False, indent=2))
@@ -176,5 +182,8 @@ def add_record_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore
     s.add_argument("--call", type=int, metavar="N", help="the model call to show")
     s.set_defaults(func=_cmd_show)
 
-    sc = sub.add_parser("schema", help="print the scenario JSON Schema")
+    sc = sub.add_parser("schema", help="print the scenario JSON Schema (--domain: the domain "
+                        "file's)")
+    sc.add_argument("--domain", action="store_true",
+                    help="the JSON Schema of a domain file (*.domain.yaml) instead")
     sc.set_defaults(func=_cmd_schema)

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -97,6 +97,14 @@ def steps_of(events: Iterable[dict[str, Any]]) -> list[tuple[int, list[dict[str,
     return out
 
 
+def _declared_reference(intent: Mapping[str, Any]) -> bool:
+    """A declared domain's ask that names no instance, or refers to one (``@ref`` is its
+    default, left out of the header's lexicon)."""
+    if intent.get("act") != "ask" or intent.get("entity") in (None, "user"):
+        return False
+    return intent.get("id") is None or is_reference(intent.get("id"))
+
+
 class Tally:
     """The metrics of one run, gathered a step at a time: what ``run_metrics`` computes from a
     whole record, fed each step's events as the step ends (the live judge, ``judge.live``) or
@@ -113,6 +121,11 @@ class Tally:
         self._expects: dict[str, dict[str, Any]] = h["expects"]
         self._max_ages: dict[str, float | None] = h["max_ages"]
         self._world_ids: set[str] = set(h["world_ids"])
+        # A declared domain's ids (the header names their patterns), else the bundled world's.
+        pats = [re.compile(p) for p in (h.get("domain") or {}).get("id_patterns", {}).values()]
+        self._any_id = re.compile("|".join(f"(?:{p.pattern})" for p in pats)) if pats \
+            else _ANY_ID
+        self._types = pats
         self._real = real_model(rec)
         self.black_box = is_black_box(rec)
         self._fu = [0, 0]
@@ -169,8 +182,8 @@ class Tally:
         last = turn_answer(rec, t)
         ann = (last or {}).get("annotations", {})
         # follow-up accuracy. What a real model resolved is not known: not applicable (0 of 0).
-        if (is_reference(intent.get("order")) or is_reference(intent.get("user"))) \
-                and exp.get("resolves") and not self._real:
+        if (is_reference(intent.get("order")) or is_reference(intent.get("user"))
+                or _declared_reference(intent)) and exp.get("resolves") and not self._real:
             self._fu[1] += 1
             # The answering call: memory write-back may call the model after it, within the turn.
             resolved = ann.get("resolved") or {}
@@ -197,10 +210,10 @@ class Tally:
             self._active[c] = step
         # entity fidelity (answers)
         expected = set((exp.get("resolves") or {}).values())
-        said = set(_ANY_ID.findall(t["text"]))
-        for found in _ANY_ID.findall(reply):
+        said = {m.group(0) for m in self._any_id.finditer(t["text"])}
+        for found in [m.group(0) for m in self._any_id.finditer(reply)]:
             self._ef[1] += 1
-            same_slot = {e for e in expected if e[:2] == found[:2]}
+            same_slot = {e for e in expected if self._same_type(e, found)}
             # Echoing the id the user gave ("could not check O-1010") is faithful.
             self._ef[0] += found in said or (found in self._world_ids
                                              and (not same_slot or found in same_slot))
@@ -255,12 +268,19 @@ class Tally:
             if recount:
                 self._recounted.append(self._service(rec).count_input(rec.request(comp["request"])))
 
+    def _same_type(self, a: str, b: str) -> bool:
+        """Whether two ids are of one entity type (the bundled world's: one prefix)."""
+        if not self._types:
+            return a[:2] == b[:2]
+        return next((n for n, p in enumerate(self._types) if p.fullmatch(a)), -1) == \
+            next((n for n, p in enumerate(self._types) if p.fullmatch(b)), -2)
+
     def _summary_ids(self, rec: Record, comp: dict[str, Any]) -> None:
         """Summary entity fidelity: ids in a summary that the request it summarised shows."""
         if not comp.get("summary"):
             return
         source = rec.request_text(comp["request"])
-        for found in _ANY_ID.findall(comp["summary"]):
+        for found in [m.group(0) for m in self._any_id.finditer(comp["summary"])]:
             self._sef[1] += 1
             self._sef[0] += found in source
 

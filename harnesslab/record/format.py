@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -74,6 +75,8 @@ class Declared:
     ids: list[str] = field(default_factory=list)
     constraints: dict[str, list[str]] = field(default_factory=dict)  # name -> phrases
     claims: dict[str, list[str]] = field(default_factory=dict)       # "identity=U-2" -> texts
+    # A declared domain's id patterns (None: the bundled world's, ID_PATTERNS).
+    patterns: tuple[re.Pattern[str], ...] | None = None
 
     def present(self, text: str) -> dict[str, list[str]]:
         return self.listed(self.found(text))
@@ -84,7 +87,8 @@ class Declared:
         low = text.lower()
         # Ids as the fake model reads them (anchored: PO-7731 shows no O-7731; the anchors see
         # a line feed as they see a text's edge).
-        ids = {m.group(0) for p in ID_PATTERNS.values() for m in p.finditer(text)}
+        pats = self.patterns if self.patterns is not None else ID_PATTERNS.values()
+        ids = {m.group(0) for p in pats for m in p.finditer(text)}
         return frozenset(
             [("ids", i) for i in self.ids if i in ids]
             + [("constraints", c) for c, ps in self.constraints.items()

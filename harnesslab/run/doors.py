@@ -16,7 +16,7 @@ from harnesslab.events import EventSink
 from harnesslab.harness.base import HarnessContext, Session
 from harnesslab.messages import Request, Response, ToolOutcome, ToolSchema
 from harnesslab.sim.endpoint import Endpoint
-from harnesslab.sim.tools import ToolBox
+from harnesslab.sim.tools import Tools
 from harnesslab.sim.world import SimClock
 from harnesslab.tokens import TokenCache
 
@@ -39,7 +39,7 @@ class ToolDoor:
 
     __slots__ = ("__session_user", "__sink", "__tools")
 
-    def __init__(self, tools: ToolBox, sink: EventSink, session_user: str) -> None:
+    def __init__(self, tools: Tools, sink: EventSink, session_user: str) -> None:
         self.__tools = tools
         self.__sink = sink
         self.__session_user = session_user
@@ -86,7 +86,7 @@ class SinkDoor:
         self.__sink.emit(event)
 
 
-def harness_context(endpoint: Endpoint, tools: ToolBox, clock: SimClock, sink: EventSink, *,
+def harness_context(endpoint: Endpoint, tools: Tools, clock: SimClock, sink: EventSink, *,
                     session_id: str, user_id: str, workdir: Path | None = None,
                     cache: TokenCache | None = None,
                     clock_offset: timedelta | None = None) -> HarnessContext:

@@ -34,7 +34,7 @@ from harnesslab.sim.endpoint import Endpoint, ModelLike
 from harnesslab.sim.filler import exchanges, make_filler
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.service import SimulatedService
-from harnesslab.sim.tools import ToolBox
+from harnesslab.sim.tools import toolbox_for
 from harnesslab.sim.world import World, parse_duration
 from harnesslab.tokens import CountRule, TokenCache, make_rule
 
@@ -105,16 +105,16 @@ def world_context(sc: Scenario, s: Settings, world: World, writer: RecordWriter,
     model: ModelLike = FakeModel(
         sc.intents(), seed=seed, summarizer=SummarizerProfile(**s.summarizer),
         extractor=SummarizerProfile(**s.extractor),
-        max_ages={t: world.max_age(t) for t in world.spec.offered()},
+        max_ages={t: world.max_age(t) for t in world.offered()},
         phrases={k: tuple(v) for k, v in sc.model.phrases.items()},
-        zone=world.clock.now().tzinfo or UTC)
+        zone=world.clock.now().tzinfo or UTC, domain=sc.compiled_domain)
     if s.model.real:
         from harnesslab.adapters.real_model import OpenAICompatibleModel
 
         model = OpenAICompatibleModel(s.model, s.service.name)
     endpoint = Endpoint(service, model, writer)
     writer.count_compactions(service.count_aside)
-    ctx = harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
+    ctx = harness_context(endpoint, toolbox_for(world, seed), world.clock, writer,
                           session_id=sc.session.id, user_id=sc.session.user, workdir=workdir,
                           cache=cache, clock_offset=clock_offset)
     return ctx, endpoint, cache
@@ -159,7 +159,7 @@ def _drive(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
         if (session_id, user) == (ctx.session.id, ctx.session.user):
             return ctx
         # Another session: the same world, model and workdir; its tools act for its own user.
-        return harness_context(endpoint, ToolBox(world, seed=seed), world.clock, writer,
+        return harness_context(endpoint, toolbox_for(world, seed), world.clock, writer,
                                session_id=session_id, user_id=user, workdir=workdir,
                                cache=cache, clock_offset=offset)
 

@@ -13,8 +13,7 @@ from harnesslab.run.doors import ToolDoor
 from harnesslab.run.runner import open_record
 from harnesslab.scenario.schema import Scenario, Variant
 from harnesslab.scenario.settings import resolve_settings
-from harnesslab.sim.tools import ToolBox
-from harnesslab.sim.world import World
+from harnesslab.sim.tools import toolbox_for
 
 
 def scenario_session(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path | None = None,
@@ -24,8 +23,8 @@ def scenario_session(sc: Scenario, variant: Variant, *, seed: int = 0, source: P
     scenario's verified user, the variant's identity setting, tool runs recorded to ``record``.
     The world's clock stands at the scenario's start."""
     settings = resolve_settings(sc, variant, cli_set)
-    world = World(sc.world.with_tools(settings.tools))
+    world = sc.make_world(settings.tools)
     writer = open_record(sc, variant, seed, source, settings, world, record, mcp_session=1)
-    door = ToolDoor(ToolBox(world, seed=seed), writer, sc.session.user)
+    door = ToolDoor(toolbox_for(world, seed), writer, sc.session.user)
     return ToolSession(sc.session.user, door, settings.harness.identity, writer,
                        after=writer.flush), writer

@@ -112,7 +112,10 @@ class RunResult:
 
 
 def _declared(sc: Scenario) -> Declared:
-    d = Declared(ids=sorted([*sc.world.orders, *sc.world.users]))
+    domain = sc.compiled_domain
+    d = Declared(ids=sorted([*sc.world.orders, *sc.world.users]) if domain is None
+                 else sc.make_world().ids(),
+                 patterns=None if domain is None else tuple(domain.patterns.values()))
     for utt, it in sc.lexicon.items():
         for c in it.constraints:
             d.constraints.setdefault(c.value, [*CONSTRAINT_PHRASES[c],
@@ -127,7 +130,7 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
             world: World, source_sha256: str | None = None) -> dict[str, Any]:
     sha = source_sha256 or (hashlib.sha256(source.read_bytes()).hexdigest() if source else None)
     ages = {t: (a.total_seconds() if (a := world.max_age(t)) is not None else None)
-            for t in world.spec.offered()}
+            for t in world.offered()}
     return {
         "scenario": sc.id, "title": sc.title, "locale": sc.locale, "variant": variant.name,
         "seed": seed, "scenario_file": str(source) if source else None,
@@ -137,8 +140,8 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
         "extractor": s.extractor,
         "phrases": {c.value: list(ws) for c, ws in sc.model.phrases.items()},
         "session_user": sc.session.user, "session_id": sc.session.id,
-        "private": {u: [v.phone, v.address] for u, v in sc.world.users.items()},
-        "world_ids": sorted([*sc.world.orders, *sc.world.users]), "max_ages": ages,
+        "private": {u: list(world.private_values(u)) for u in world.users()},
+        "world_ids": world.ids(), "max_ages": ages,
         "lexicon": {k: v.model_dump(mode="json", exclude_defaults=True)
                     for k, v in sc.lexicon.items()},
         "expects": {str(i): st.expect.model_dump(mode="json", exclude_defaults=True)
@@ -146,6 +149,8 @@ def _header(sc: Scenario, source: Path | None, variant: Variant, seed: int, s: S
         "expect_fail": [f if isinstance(f, str) else f.model_dump() for f in variant.expect_fail],
         # Only a real model is named: the fake model's records stay as they were.
         **({"model": s.model.header()} if s.model.real else {}),
+        # Only a declared domain is named: the bundled world's records stay as they were.
+        **({"domain": sc.compiled_domain.header()} if sc.compiled_domain is not None else {}),
         # Only a sweep's common sizing is named: other records stay as they were.
         **({"filler_base": s.filler_base} if s.filler_base is not None else {}),
     }
@@ -200,7 +205,7 @@ def run_variant(sc: Scenario, variant: Variant, *, seed: int = 0, source: Path |
                          # the prefix sweeps and reports file not-applicable runs by
                          error=f"NotApplicable: skipped: {why}", not_applicable=True,
                          skipped=why)
-    world = World(sc.world.with_tools(settings.tools))
+    world = sc.make_world(settings.tools)
     path = record_path(out_dir, sc.id, variant.name, seed) if out_dir else None
     writer = open_record(sc, variant, seed, source, settings, world, path, source_sha256)
     result = RunResult(sc.id, variant.name, seed, path, locale=sc.locale,
@@ -330,6 +335,7 @@ class PlannedRun:
     seed: int
     cli_set: dict[str, Any]
     out_dir: str
+    domain_sha256: str | None = None  # a declared domain's file, as planned
 
 
 def run_planned(task: PlannedRun) -> tuple[int, RunResult]:
@@ -338,7 +344,8 @@ def run_planned(task: PlannedRun) -> tuple[int, RunResult]:
     from harnesslab.scenario.loader import planned_scenario
 
     path = Path(task.scenario_path)
-    sc = planned_scenario(task.scenario_path, task.scenario_sha256)
+    sc = planned_scenario(task.scenario_path, task.scenario_sha256,
+                          domain_sha256=task.domain_sha256)
     variant = next(v for v in sc.variants if v.name == task.variant)
     return task.index, run_variant(sc, variant, seed=task.seed, source=path,
                                    out_dir=Path(task.out_dir), cli_set=task.cli_set)

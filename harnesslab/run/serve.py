@@ -23,7 +23,6 @@ from harnesslab.run.drive import world_context
 from harnesslab.run.runner import open_record
 from harnesslab.scenario.schema import Scenario, Variant
 from harnesslab.scenario.settings import resolve_settings
-from harnesslab.sim.world import World
 
 
 class ScenarioServe:
@@ -44,7 +43,7 @@ class ScenarioServe:
     def _open(self, token: str) -> WireSession:
         with self._lock:
             n = next(self._numbers)
-        world = World(self.sc.world.with_tools(self.settings.tools))
+        world = self.sc.make_world(self.settings.tools)
         path = self.out_dir / f"session{n}.jsonl" if self.out_dir else None
         writer = open_record(self.sc, self.variant, self.seed, self.source, self.settings,
                              world, path, wire_session=n,

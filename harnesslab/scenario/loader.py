@@ -5,86 +5,50 @@ express, and one line naming the file, line and field of anything wrong.
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import (
     ValidationError,
 )
 
 from harnesslab.errors import InputError
+from harnesslab.scenario.domains import DOMAIN_SUFFIX, domain_path, load_domain
 from harnesslab.scenario.schema import STEP_KEYS, Scenario, UserStep
 from harnesslab.scenario.steps import (
     session_errors,
     step_checks,
 )
+from harnesslab.scenario.yamlfile import loc_text, node_line, read_yaml, validation_message
+from harnesslab.sim.domain import USER, Domain
+from harnesslab.sim.domain_world import DomainWorld
 from harnesslab.sim.intents import (
     ACT_NEEDS,
     ITEM,
     REF,
+    Act,
+    by_field,
     is_reference,
 )
 from harnesslab.sim.reading import item_name
+from harnesslab.sim.world import World
 
-# --- loading -------------------------------------------------------------------------------------
-
-def _node_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """The 1-based line of the YAML node at ``loc`` (the deepest one that exists)."""
-    if node is None:
-        return None
-    line = node.start_mark.line + 1
-    for key in loc:
-        nxt = None
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if k.value == str(key):
-                    nxt, line = v, k.start_mark.line + 1
-                    break
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and \
-                key < len(node.value):
-            nxt = node.value[key]
-            line = nxt.start_mark.line + 1
-        if nxt is None:
-            break
-        node = nxt
-    return line
+Errs = list[tuple[tuple[int | str, ...], str]]
 
 
-def _loc_text(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
-def _message(err: Any) -> str:
-    msg = str(err["msg"])
-    msg = re.sub(r"^Value error, ", "", msg)
-    if err["type"] == "missing":
-        return "missing required field"
-    if err["type"] == "extra_forbidden":
-        return "unknown field"
-    if err["type"] == "enum":
-        return f"{msg} (got {err.get('input')!r})"
-    return msg
-
-
-def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
-    """Cross-field problems pydantic cannot see: unknown utterances, tools, ids, check names."""
+def _world_errors(sc: Scenario) -> tuple[Errs, set[str], tuple[str, ...]]:
+    """The bundled world's lexicon and session problems, its users and its tools."""
     from harnesslab.sim.tools import TOOLS
 
-    errs: list[tuple[tuple[int | str, ...], str]] = []
+    errs: Errs = []
     users, orders = sc.world.users, sc.world.orders
     if sc.session.user not in users:
         errs.append((("session", "user"), f"unknown user {sc.session.user!r}"))
     items = {item_name(i) for o in orders.values() for i in o.items}
     offered = sc.world.offered()
     for utt, it in sc.lexicon.items():
+        if it.act in (Act.ASK, Act.LIST):
+            errs.append((("lexicon", utt, "act"), f"act {it.act.value} is a declared domain's "
+                         f"(the scenario's domain); the bundled world's acts ask for orders"))
         if it.order is not None and it.order.startswith(ITEM) and \
                 item_name(it.order[len(ITEM):]) not in items:
             errs.append((("lexicon", utt, "order"), f"no order holds the item "
@@ -99,6 +63,99 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
                          f"{needs[1]}, which the world does not offer (add it under world.tools)"))
         if it.user not in (None, REF) and it.user not in users:
             errs.append((("lexicon", utt, "user"), f"unknown user {it.user!r}"))
+    if sc.world.data:
+        errs.append((("world", "data"), "data is for a declared domain's instances (name the "
+                     "domain with domain:); the bundled world declares users and orders"))
+    for i, step in enumerate(sc.steps):
+        resolves = step.expect.resolves if isinstance(step, UserStep) else None
+        for k in resolves or {}:
+            if k not in ("order", "user"):
+                errs.append((("steps", i, "expect", "resolves", k),
+                             f"unknown slot {k!r}; expected order or user"))
+    return errs, set(users), tuple(TOOLS)
+
+
+# The acts a declared domain's lexicon may use.
+_DOMAIN_ACTS = (Act.ASK, Act.LIST, Act.ASK_POLICY, Act.SET_CONSTRAINT, Act.CHITCHAT)
+
+
+def _domain_errors(sc: Scenario, d: Domain) -> tuple[Errs, set[str], tuple[str, ...]]:
+    """A declared domain's: the scenario's data, tools, lexicon and resolves checked against
+    what the domain file declares; its users and its tools."""
+    errs: Errs = [(loc, why) for loc, why in d.spec.problems(sc.world.data, ("world", "data"))]
+    world = sc.make_world() if not errs else None
+    users = set(sc.users())
+    if sc.session.user not in users:
+        errs.append((("session", "user"), f"unknown user {sc.session.user!r}; the domain's: "
+                     f"{', '.join(sorted(users)) or 'none'}"))
+    tools = tuple(d.spec.tools)
+    for name in sc.world.tools:
+        if name not in d.spec.tools:
+            errs.append((("world", "tools", name), f"unknown tool {name!r}; the domain's: "
+                         f"{', '.join(tools)}"))
+    offered = world.offered() if world is not None else tools
+    for utt, it in sc.lexicon.items():
+        at = ("lexicon", utt)
+        if it.act not in _DOMAIN_ACTS:
+            errs.append(((*at, "act"), f"act {it.act.value} is the bundled e-commerce world's; "
+                         f"a domain's acts: {', '.join(a.value for a in _DOMAIN_ACTS)}"))
+            continue
+        if it.user not in (None, REF) and it.user not in users:
+            errs.append(((*at, "user"), f"unknown user {it.user!r}"))
+        need: str | None = None
+        if it.act is Act.ASK_POLICY:
+            need = d.kb_tool()
+            if need is None:
+                errs.append(((*at, "act"), "the domain declares no knowledge-base tool (kb: true)"))
+        elif it.act in (Act.ASK, Act.LIST):
+            etype = it.entity or ""
+            if etype not in d.types:
+                errs.append(((*at, "entity"), f"unknown entity type {etype!r}; the domain's: "
+                             f"{', '.join(d.types)}"))
+                continue
+            if it.act is Act.LIST:
+                need = d.lister(etype)
+                if need is None:
+                    errs.append(((*at, "entity"), f"no tool of the domain lists {etype} "
+                                 f"(lists: {etype})"))
+            else:
+                errs += _ask_errors(it.id, it.field or "", etype, d, world, at)
+                need = d.reader(etype, it.field or "")
+        if need is not None and need not in offered:
+            errs.append(((*at, "act"), f"act {it.act.value} needs the tool {need}, which the "
+                         f"world does not offer (add it under world.tools)"))
+    for i, step in enumerate(sc.steps):
+        resolves = step.expect.resolves if isinstance(step, UserStep) else None
+        for k in resolves or {}:
+            if k not in d.types:
+                errs.append((("steps", i, "expect", "resolves", k), f"unknown entity type "
+                             f"{k!r}; the domain's: {', '.join(d.types)}"))
+    return errs, users, tools
+
+
+def _ask_errors(ident: str | None, field: str, etype: str, d: Domain, world: World | None,
+                at: tuple[str, ...]) -> Errs:
+    spec = d.types[etype]
+    if field not in spec.fields:
+        return [((*at, "field"), f"{etype} has no field {field!r}; its fields: "
+                 f"{', '.join(spec.fields) or 'none'}")]
+    errs: Errs = []
+    if d.reader(etype, field) is None:
+        errs.append(((*at, "field"), f"no tool of the domain reads {etype} and returns {field} "
+                     f"(reads: {etype}, returns: [{field}])"))
+    ref = by_field(ident) if ident is not None else None
+    if ref is not None and ref[0] not in spec.fields:
+        errs.append(((*at, "id"), f"{etype} has no field {ref[0]!r} to find it by"))
+    elif ident is not None and not is_reference(ident) and ident != REF and etype != USER \
+            and isinstance(world, DomainWorld) and ident not in world.data.get(etype, {}):
+        errs.append(((*at, "id"), f"unknown {etype} {ident!r}"))
+    return errs
+
+
+def _semantic_errors(sc: Scenario) -> Errs:
+    """Cross-field problems pydantic cannot see: unknown utterances, tools, ids, check names."""
+    domain = sc.compiled_domain
+    errs, users, tools = _world_errors(sc) if domain is None else _domain_errors(sc, domain)
     kinds: dict[str, int] = {}
     for i, step in enumerate(sc.steps):
         if not isinstance(step, UserStep):
@@ -107,12 +164,12 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
             errs.append((("steps", i, "user"), f"utterance {step.user!r} has no lexicon entry"))
         for field_name in ("called", "not_called"):
             for t in getattr(step.expect, field_name):
-                if t not in TOOLS:
+                if t not in tools:
                     errs.append((("steps", i, "expect", field_name),
-                                 f"unknown tool {t!r}; expected one of {', '.join(TOOLS)}"))
+                                 f"unknown tool {t!r}; expected one of {', '.join(tools)}"))
         for k in step.expect.kinds():
             kinds[k] = kinds.get(k, 0) + 1
-    errs += session_errors(sc.steps, set(users), sc.session.id, UserStep)
+    errs += session_errors(sc.steps, users, sc.session.id, UserStep)
     for where, files in [(("memory_files",), sc.memory_files)] + [
             (("variants", vi, "memory_files"), v.memory_files) for vi, v in enumerate(sc.variants)]:
         errs += [((*where, fi, "user"), f"unknown user {f.user!r}")
@@ -144,68 +201,41 @@ def _semantic_errors(sc: Scenario) -> list[tuple[tuple[int | str, ...], str]]:
     return errs
 
 
-def load_scenario(path: str | Path, raw: bytes | None = None) -> Scenario:
+def load_scenario(path: str | Path, raw: bytes | None = None,
+                  domain_raw: tuple[str, bytes] | None = None) -> Scenario:
     """Load and validate one scenario file (or ``raw``, its bytes, named by ``path``: a worker
-    with no copy of the file); raises InputError (file:line: field: problem)."""
+    with no copy of the file; ``domain_raw``: its domain file's path and bytes, likewise);
+    raises InputError (file:line: field: problem)."""
     p = Path(path)
-    if raw is None:
-        try:
-            raw = p.read_bytes()
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise InputError(f"not a UTF-8 text file (byte {e.start}); expected a YAML scenario",
-                         file=str(p), line=line) from None
-    if "\x00" in text:
-        raise InputError("a binary file (it holds NUL bytes); expected a YAML scenario",
-                         file=str(p), line=text[:text.index("\x00")].count("\n") + 1)
-    try:
-        node = yaml.compose(text)
-        _no_duplicate_keys(node, str(p))
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"bad YAML: {problem}", file=str(p),
-                         line=mark.line + 1 if mark else None) from None
+    node, data = read_yaml(p, raw, "a YAML scenario")
     if not isinstance(data, dict):
         raise InputError("a scenario file holds a mapping (id, title, world, ...)", file=str(p),
                          line=1)
+    domain = None
+    if isinstance(data.get("domain"), str):
+        try:
+            domain = load_domain(*domain_raw) if domain_raw is not None else \
+                load_domain(domain_path(data["domain"], p))
+        except InputError as e:
+            if e.file is not None:  # the domain file's own problem, named in it
+                raise
+            raise InputError(e.problem, file=str(p), line=node_line(node, ("domain",)),
+                             field="domain") from None
     try:
-        sc = Scenario.model_validate(data)
+        sc = Scenario.model_validate(data, context={"domain": domain is not None})
+        if domain is not None:
+            sc = sc.with_domain(domain)
     except ValidationError as e:
         err = e.errors()[0]
         loc = tuple(x for i, x in enumerate(err["loc"]) if not _is_tag_position(err["loc"], i))
-        raise InputError(_message(err), file=str(p), line=_node_line(node, loc),
-                         field=_loc_text(loc) or None) from None
+        raise InputError(validation_message(err), file=str(p), line=node_line(node, loc),
+                         field=loc_text(loc) or None) from None
     errs = _semantic_errors(sc)
     if errs:
         loc, problem = errs[0]
-        raise InputError(problem, file=str(p), line=_node_line(node, loc),
-                         field=_loc_text(loc))
+        raise InputError(problem, file=str(p), line=node_line(node, loc),
+                         field=loc_text(loc))
     return sc
-
-
-def _no_duplicate_keys(node: yaml.Node | None, file: str, where: str = "") -> None:
-    """YAML lets a later key silently replace an earlier one; in a scenario that hides a
-    mistake (two lexicon entries for one utterance, two ``set`` keys), so it is an error."""
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key, value in node.value:
-            k = str(key.value)
-            if k in seen:
-                what = "duplicate lexicon entry" if where == "lexicon" else "duplicate key"
-                raise InputError(f"{what} {k!r} (first at line {seen[k]})", file=file,
-                                 line=key.start_mark.line + 1,
-                                 field=f"{where}.{k}" if where else k)
-            seen[k] = key.start_mark.line + 1
-            _no_duplicate_keys(value, file, f"{where}.{k}" if where else k)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _no_duplicate_keys(item, file, f"{where}[{i}]")
 
 
 _UNION_TAGS = {"steps": STEP_KEYS, "expect_fail": ("check", "rate")}
@@ -228,7 +258,9 @@ def scenario_paths(paths: list[str]) -> list[Path]:
         if not p.exists() and "/" not in raw and bundled.is_file():
             p = bundled
         if p.is_dir():
-            found = sorted(x for x in p.iterdir() if x.suffix in (".yaml", ".yml"))
+            # A domain file beside its scenarios is no scenario.
+            found = sorted(x for x in p.iterdir() if x.suffix in (".yaml", ".yml")
+                           and not x.name.endswith(DOMAIN_SUFFIX))
             if not found:
                 raise InputError("no scenario files (*.yaml) in this folder", file=str(p))
             out += found
@@ -246,12 +278,20 @@ def bundled_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=64)
-def planned_scenario(path: str, sha256: str, raw: bytes | None = None) -> Scenario:
-    """A scenario file as planned (its sha256), loaded once per process; from ``raw`` (the
-    planned bytes, shipped with the task) when the worker has no copy of the file."""
+def planned_scenario(path: str, sha256: str, raw: bytes | None = None,
+                     domain_sha256: str | None = None,
+                     domain_raw: tuple[str, bytes] | None = None) -> Scenario:
+    """A scenario file as planned (its sha256, and its domain file's), loaded once per
+    process; from ``raw`` and ``domain_raw`` (the planned bytes, shipped with the task) when
+    the worker has no copy of the files."""
     import hashlib
 
     data = Path(path).read_bytes() if raw is None else raw
     if hashlib.sha256(data).hexdigest() != sha256:
         raise InputError("the scenario file changed since the sweep was planned", file=path)
-    return load_scenario(path, data)
+    sc = load_scenario(path, data, domain_raw)
+    domain = sc.compiled_domain
+    if domain is not None and domain.sha256 != domain_sha256:
+        raise InputError("the domain file changed since the sweep was planned",
+                         file=domain.path)
+    return sc

@@ -8,7 +8,7 @@ fail under them (controls) — every other check is expected to pass.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -16,7 +16,9 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -30,6 +32,8 @@ from harnesslab.scenario.steps import (
     RestartStep,
     SwitchStep,
 )
+from harnesslab.sim.domain import USER, Domain
+from harnesslab.sim.domain_world import DomainWorld
 from harnesslab.sim.intents import (
     ID_PATTERNS,
     REF,
@@ -39,9 +43,10 @@ from harnesslab.sim.intents import (
     Constraint,
     Intent,
     Slot,
+    by_field,
     is_reference,
 )
-from harnesslab.sim.world import WorldSpec, parse_duration
+from harnesslab.sim.world import World, WorldSpec, parse_duration
 
 
 class _Strict(BaseModel):
@@ -68,7 +73,7 @@ class ClaimSpec(_Strict):
 def _slot_value(slot: Slot, v: str | None) -> str | None:
     if v is None or v == REF or ID_PATTERNS[slot].fullmatch(v):
         return v
-    if slot is Slot.ORDER and is_reference(v):
+    if slot is Slot.ORDER and is_reference(v) and by_field(v) is None:
         return v
     if slot is Slot.ORDER:
         raise ValueError(f"expected an id like O-1001, @ref, @first, @last or @item:<name>, "
@@ -88,6 +93,28 @@ class IntentSpec(_Strict):
     topic: str | None = Field(default=None, description="Knowledge-base topic (ask_policy)")
     constraints: list[Constraint] = Field(default_factory=list)
     claims: list[ClaimSpec] = Field(default_factory=list)
+    entity: str | None = Field(default=None, description="A declared domain's acts (ask, list): "
+                               "the entity type, e.g. ticket (user: the acting user's own)")
+    id: str | None = Field(default=None, description="ask: the instance, an id or a reference "
+                           "resolved from the request: @ref (default), @first / @last (of the "
+                           "latest visible list), @<field>:<value> (the instance a visible "
+                           "fact gives that value)")
+    field: str | None = Field(default=None, description="ask: the field asked, e.g. status")
+
+    @model_validator(mode="after")
+    def _domain_act(self) -> IntentSpec:
+        if self.act in (Act.ASK, Act.LIST):
+            if self.entity is None:
+                raise ValueError(f"act {self.act.value} names the entity type (entity)")
+            if self.act is Act.ASK and self.field is None:
+                raise ValueError("act ask names the field asked (field)")
+            if self.act is Act.LIST and (self.id is not None or self.field is not None):
+                raise ValueError("act list takes only entity (the acting user's are listed)")
+            if self.order is not None:
+                raise ValueError(f"act {self.act.value} takes entity and id, not order")
+        elif self.entity is not None or self.id is not None or self.field is not None:
+            raise ValueError("entity, id and field are for a declared domain's acts (ask, list)")
+        return self
 
     @field_validator("order")
     @classmethod
@@ -96,12 +123,18 @@ class IntentSpec(_Strict):
 
     @field_validator("user")
     @classmethod
-    def _user(cls, v: str | None) -> str | None:
+    def _user(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if (info.context or {}).get("domain") and v is not None:
+            return v  # a declared domain's user ids: checked against it (scenario.loader)
         return _slot_value(Slot.USER, v)
 
     def to_intent(self) -> Intent:
+        # An ask names the instance discussed unless it says which; of the users, the acting
+        # one (an omitted user_id).
+        ident = self.id if self.id is not None or self.act is not Act.ASK \
+            or self.entity == "user" else REF
         return Intent(self.act, self.order, self.user, self.topic, tuple(self.constraints),
-                      tuple(c.to_claim() for c in self.claims))
+                      tuple(c.to_claim() for c in self.claims), self.entity, ident, self.field)
 
 
 class Expect(_Strict):
@@ -118,8 +151,9 @@ class Expect(_Strict):
     not_called: list[str] = Field(default_factory=list, description="Tools not called")
     fresh_fact: bool | None = Field(default=None, description="The fact the answer states is "
                                     "within its tool's max_age at answer time")
-    resolves: dict[Slot, str] | None = Field(default=None, description="Fake model only: the "
-                                             "referent each slot resolved to")
+    resolves: dict[str, str] | None = Field(default=None, description="Fake model only: the "
+                                            "referent each slot resolved to (order, user, or "
+                                            "a declared domain's entity type)")
     no_leak: bool | None = Field(default=None, description="No other user's private data in the "
                                  "answer or in any request of this turn")
     request_contains: list[str] = Field(default_factory=list, description="Strings present in "
@@ -390,6 +424,10 @@ class Scenario(_Strict):
     title: str
     locale: Literal["zh", "en"]
     tags: list[str] = Field(default_factory=list)
+    domain: str | None = Field(default=None, description="A declared domain: a domain file's "
+                               "path relative to this file (e.g. helpdesk.domain.yaml) or a "
+                               "bundled domain's name; none: the bundled e-commerce world "
+                               "(orders, users, logistics)")
     world: WorldSpec
     session: SessionSpec
     service: str | dict[str, Any] = Field(default="openai-128k", description="A service "
@@ -412,5 +450,36 @@ class Scenario(_Strict):
         "weeks (the reference harness's per-user folder of workspace notes and MEMORY.md; a "
         "harness without such a folder: not applicable)")
 
+    # The compiled domain (sim.domain.Domain), set by the loader from the domain file.
+    _domain: Domain | None = PrivateAttr(default=None)
+
     def intents(self) -> dict[str, Intent]:
         return {k: v.to_intent() for k, v in self.lexicon.items()}
+
+    @property
+    def compiled_domain(self) -> Domain | None:
+        """The declared domain (None: the bundled e-commerce world)."""
+        if self.domain is not None and self._domain is None:
+            raise ValueError(f"scenario {self.id}: its domain {self.domain!r} was not loaded "
+                             f"(load the file with harnesslab.load_scenario)")
+        return self._domain
+
+    def with_domain(self, domain: Domain) -> Scenario:
+        """This scenario with its declared domain compiled (the loader's)."""
+        out = self.model_copy()
+        out._domain = domain
+        return out
+
+    def make_world(self, tools: Mapping[str, Mapping[str, Any]] | None = None) -> World:
+        """The running world of a run: the scenario's, with a variant's per-tool settings."""
+        domain = self.compiled_domain
+        spec = self.world.with_tools(tools or {}, domain=domain is not None)
+        return World(spec) if domain is None else DomainWorld(spec, domain)
+
+    def users(self) -> list[str]:
+        """Every user id of the world (the domain's and the scenario's, with a domain)."""
+        domain = self.compiled_domain
+        if domain is None:
+            return list(self.world.users)
+        return list(dict.fromkeys([*domain.spec.data.get(USER, {}),
+                                   *self.world.data.get(USER, {})]))

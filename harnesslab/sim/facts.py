@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -21,6 +21,23 @@ from harnesslab.sim.intents import ID_PATTERNS, Slot, ToolError, parse_time
 FACT_KEYS: dict[str, str] = {"track_order": "order_id", "get_logistics_trace": "order_id",
                              "get_user_profile": "user_id", "search_kb": "topic",
                              "list_orders": "user_id", "get_order": "order_id"}
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """What a reader recognises of a world: each entity type's id pattern, per tool the
+    result field naming what a fact is about, and per such field its entity type. The bundled
+    world's is ``COMMERCE``; a declared domain's is ``sim.domain.Domain.vocab``."""
+
+    patterns: Mapping[str, re.Pattern[str]]
+    keys: Mapping[str, str]
+    key_types: Mapping[str, str]
+    lists: frozenset[tuple[str, str]] = frozenset()  # (tool, entity type it lists)
+    # Per tool, the fields a summary's fact tag keeps (the bundled world's: summarizer's own).
+    tag_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+COMMERCE = Vocab(ID_PATTERNS, FACT_KEYS, {"order_id": Slot.ORDER, "user_id": Slot.USER})
 # How an error that states no code is read, by its wording (a harness's own refusal has none).
 _ERROR_WORDS: tuple[tuple[ToolError, re.Pattern[str]], ...] = (
     (ToolError.UNAVAILABLE, re.compile(r"unavailable|time[sd]? ?out|try again|暂时|稍后", re.I)),
@@ -73,6 +90,21 @@ class Fact:
             return ToolError(code)
         text = self.fields.get("error", "")
         return next((kind for kind, pat in _ERROR_WORDS if pat.search(text)), None)
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        """A declared domain's list result: the ids it lists, in order."""
+        raw = self.fields.get("entries", "")
+        return tuple(p for p in raw.split(",") if p)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """A declared domain's list result: its entries as the tool gave them (none when cut
+        or read from a tag, which keeps only the ids)."""
+        try:
+            rows = json.loads(self.fields.get("rows", "[]"))
+        except json.JSONDecodeError:
+            return []
+        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
     @property
     def entries(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -132,6 +164,11 @@ def _result_fields(text: str) -> dict[str, str]:
             fields["items"] = "+".join(item_name(str(i)) for i in data["items"])
         if isinstance(data.get("orders"), list):
             fields["orders"] = _orders_text(data["orders"])
+        if isinstance(data.get("entries"), list):
+            # A declared domain's list: each entry opens with the key naming it.
+            rows = [e for e in data["entries"] if isinstance(e, dict) and e]
+            fields["entries"] = ",".join(str(next(iter(e.values()))) for e in rows)
+            fields["rows"] = json.dumps(rows, ensure_ascii=False)
         return fields
     fields = {"truncated": "true"}
     for m in _PAIR_RE.finditer(text):
@@ -149,28 +186,29 @@ def _result_fields(text: str) -> dict[str, str]:
     return fields
 
 
-def _key_names(tool: str) -> tuple[str, ...]:
-    name = FACT_KEYS.get(tool)
-    return (name,) if name else tuple(dict.fromkeys(FACT_KEYS.values()))
+def _key_names(tool: str, vocab: Vocab) -> tuple[str, ...]:
+    name = vocab.keys.get(tool)
+    return (name,) if name else tuple(dict.fromkeys(vocab.keys.values()))
 
 
-def _asked(tool: str, args: Mapping[str, Any]) -> str | None:
-    for n in _key_names(tool):
+def _asked(tool: str, args: Mapping[str, Any], vocab: Vocab) -> str | None:
+    for n in _key_names(tool, vocab):
         if isinstance(args.get(n), str) and args[n]:
             return str(args[n])
     return None
 
 
-def _key_of(tool: str, fields: Mapping[str, str], args: Mapping[str, Any], text: str) -> str | None:
-    for n in _key_names(tool):
+def _key_of(tool: str, fields: Mapping[str, str], args: Mapping[str, Any], text: str,
+            vocab: Vocab) -> str | None:
+    for n in _key_names(tool, vocab):
         if fields.get(n):
             return fields[n]
-    if (asked := _asked(tool, args)) is not None:
+    if (asked := _asked(tool, args, vocab)) is not None:
         return asked
-    name = FACT_KEYS.get(tool)
+    name = vocab.keys.get(tool)
     # An error result names no key field; its message usually names the id.
-    slot = {"order_id": Slot.ORDER, "user_id": Slot.USER}.get(name or "")
-    m = ID_PATTERNS[slot].search(text) if slot else None
+    slot = vocab.key_types.get(name or "")
+    m = vocab.patterns[slot].search(text) if slot else None
     return m.group(0) if m else None
 
 
@@ -182,19 +220,20 @@ def result_reading(result: ToolResultBlock) -> tuple[str, dict[str, str]]:
 
 
 def result_fact(result: ToolResultBlock, args: Mapping[str, Any], position: int,
-                reading: tuple[str, Mapping[str, str]] | None = None) -> Fact:
+                reading: tuple[str, Mapping[str, str]] | None = None,
+                vocab: Vocab = COMMERCE) -> Fact:
     """A tool result as a fact; ``args`` are its call's arguments (empty when not visible);
     ``reading`` its ``result_reading`` when already done."""
     text, fields = reading or result_reading(result)
     tool = fields.get("tool") or result.name
-    return Fact(tool, _key_of(tool, fields, args, text), _asked(tool, args),
+    return Fact(tool, _key_of(tool, fields, args, text, vocab), _asked(tool, args, vocab),
                 parse_time(fields.get("as_of", "")), fields,
                 result.is_error or "error" in fields, position, "tool_result")
 
 
-def tag_fact(body: str, position: int) -> Fact:
+def tag_fact(body: str, position: int, vocab: Vocab = COMMERCE) -> Fact:
     """A ``[fact:<tool> k=v ...]`` tag's body as a fact."""
     tool, _, rest = body.strip().partition(" ")
     fields = dict(_TAG_PAIR_RE.findall(rest))
-    return Fact(tool, _key_of(tool, fields, {}, ""), None, parse_time(fields.get("as_of", "")),
+    return Fact(tool, _key_of(tool, fields, {}, "", vocab), None, parse_time(fields.get("as_of", "")),
                 fields, "error" in fields, position, "tag")

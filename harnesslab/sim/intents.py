@@ -25,6 +25,10 @@ class Act(StrEnum):
     ASK_SHIP_TO = "ask_ship_to"      # where is this order being shipped
     SET_CONSTRAINT = "set_constraint"  # "keep it short from now on"
     CHITCHAT = "chitchat"            # small talk, needs no fact
+    # A declared domain's (harnesslab.sim.domain): a field of an entity, and a user's list of
+    # entities of one type, looked up by the tools the domain declares for them.
+    ASK = "ask"
+    LIST = "list"
 
 
 class Slot(StrEnum):
@@ -61,13 +65,23 @@ ITEM = "@item:"   # orders only, "@item:skateboard": the order a visible fact sa
 def is_reference(value: str | None) -> bool:
     """True for a slot value the model resolves from the request (not an explicit id)."""
     return value is not None and (value in (REF, FIRST, LAST) or
-                                  (value.startswith(ITEM) and len(value) > len(ITEM)))
+                                  (value.startswith(ITEM) and len(value) > len(ITEM)) or
+                                  by_field(value) is not None)
+
+
+def by_field(value: str) -> tuple[str, str] | None:
+    """A declared domain's ``@<field>:<value>`` reference as (field, value): the instance a
+    visible fact gives that value of that field (``@item:<name>`` is the bundled world's)."""
+    if not value.startswith("@") or value.startswith(ITEM):
+        return None
+    name, sep, wanted = value[1:].partition(":")
+    return (name, wanted) if sep and name and wanted else None
 
 
 # The world's id patterns, anchored so that an id inside a longer token is not one: PO-7731 is
 # no order O-7731, U-12 is no U-1. Filler and the knowledge base contain no such ids unless a
 # scenario declares them as distractors.
-ID_PATTERNS: dict[Slot, re.Pattern[str]] = {
+ID_PATTERNS: dict[str, re.Pattern[str]] = {
     Slot.ORDER: re.compile(r"(?<![A-Za-z0-9_])O-\d{4}(?![0-9])"),
     Slot.USER: re.compile(r"(?<![A-Za-z0-9_])U-\d+(?![0-9])"),
 }
@@ -100,6 +114,8 @@ ACT_NEEDS: dict[Act, tuple[Slot, str] | None] = {
     Act.ASK_SHIP_TO: (Slot.ORDER, "get_order"),
     Act.SET_CONSTRAINT: None,
     Act.CHITCHAT: None,
+    Act.ASK: None,    # the domain's tool that reads the entity and returns the field
+    Act.LIST: None,   # the domain's tool that lists the entity type
 }
 
 
@@ -119,6 +135,11 @@ class Intent:
     topic: str | None = None       # knowledge-base topic for ask_policy
     constraints: tuple[Constraint, ...] = ()
     claims: tuple[Claim, ...] = ()
+    # A declared domain's acts (ask, list): the entity type, the instance (an id or a
+    # reference as for orders) and the field asked.
+    entity: str | None = None
+    id: str | None = None
+    field: str | None = None
 
 
 # --- published tags: what a summarizer (fake or a harness strategy) writes ---------------------

@@ -26,6 +26,11 @@ from typing import Any
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
 from harnesslab.sim.asks import asks_in
+from harnesslab.sim.declared import DeclaredNeed, need_of
+from harnesslab.sim.declared import content as declared_content
+from harnesslab.sim.declared import unable as declared_unable
+from harnesslab.sim.domain import USER, Domain
+from harnesslab.sim.facts import COMMERCE
 from harnesslab.sim.intents import (
     ACT_NEEDS,
     FILE_READ_TOOL,
@@ -273,6 +278,10 @@ def _content(act: Act, need: _Need, fact: Fact, lang: Lang, now: datetime | None
     return head + text
 
 
+def _declared(need: _Need, volatile: bool) -> DeclaredNeed:
+    return DeclaredNeed(need.tool, need.key, need.args, volatile)
+
+
 def _properties(view: View, name: str) -> set[str]:
     """The parameter names of the offered tool ``name`` (empty when it is not offered)."""
     for t in view.request.tools:
@@ -342,7 +351,7 @@ class FakeModel:
                  extractor: SummarizerProfile | None = None,
                  max_ages: Mapping[str, timedelta | None] | None = None,
                  phrases: Mapping[Constraint, Sequence[str]] | None = None,
-                 zone: tzinfo = UTC) -> None:
+                 zone: tzinfo = UTC, domain: Domain | None = None) -> None:
         self._lexicon: dict[str, Intent] = dict(lexicon)
         self._seed = seed
         self._summarizer = summarizer or SummarizerProfile()
@@ -353,7 +362,10 @@ class FakeModel:
         # Each message is read once while it stays in the requests (a cache, not a memory:
         # what it holds is a function of the message alone).
         # The scenario's zone: a time stated without one is read in it.
-        self._reader = Reader(self._lexicon, self._phrases, zone)
+        # A declared domain's ids, tools and answer words (None: the bundled world's).
+        self._domain = domain
+        self._reader = Reader(self._lexicon, self._phrases, zone,
+                              domain.vocab if domain is not None else COMMERCE)
 
     def reply(self, request: Request) -> ModelReply:
         self._reader.next_call()
@@ -417,8 +429,20 @@ class FakeModel:
                                                    reason=f"an auxiliary request the fake "
                                                    f"model does not read ({kind})"))
 
-    def _fresh(self, fact: Fact, now: datetime | None) -> bool:
-        max_age = self._max_ages.get(fact.tool)
+    def _which(self, slot: str, lang: Lang) -> str:
+        """The clarifying question for a reference nothing visible resolves."""
+        if self._domain is None or slot == Slot.ORDER:
+            return _CLARIFY[(str(slot), lang)]
+        label = self._domain.label(slot, lang)
+        return f"请问您指的是哪个{label}？" if lang == "zh" else f"Which {label} do you mean?"
+
+    def _unable(self, intent: Intent, need: _Need, why: str, lang: Lang) -> str:
+        if self._domain is not None and intent.act in (Act.ASK, Act.LIST):
+            return declared_unable(self._domain, intent, _declared(need, True), why, lang == "zh")
+        return _unable(need, why, lang)
+
+    def _fresh(self, fact: Fact, now: datetime | None, volatile: bool = True) -> bool:
+        max_age = self._max_ages.get(fact.tool) if volatile else None
         if max_age is None or now is None:
             return True  # never stale, or no "now" stated: every visible fact is current
         return fact.as_of is not None and now - fact.as_of <= max_age
@@ -437,19 +461,29 @@ class FakeModel:
 
         resolved: dict[str, str] = {}
         needs = ACT_NEEDS[intent.act]
+        domain = self._domain
+        declared = domain is not None and intent.act in (Act.ASK, Act.LIST, Act.ASK_POLICY)
         order_slot = intent.order
         if order_slot is None and needs is not None and needs[0] is Slot.ORDER:
             order_slot = REF  # an act that needs an order but names none means the one discussed
-        for slot, value in ((Slot.ORDER, order_slot), (Slot.USER, intent.user)):
+        slots: tuple[tuple[str, str | None], ...] = ((Slot.ORDER, order_slot),
+                                                     (Slot.USER, intent.user))
+        if declared and intent.act is Act.ASK:
+            etype = intent.entity or ""
+            slots = ((Slot.USER, intent.id or intent.user),) if etype == USER else \
+                ((etype, intent.id), (Slot.USER, intent.user))
+        for slot, value in slots:
             if value is None:
                 continue
             got = view.resolve(slot, value)
             if got is None:
-                return ModelReply((TextBlock(_CLARIFY[(slot.value, lang)]),),
-                                  note("clarify", view, **base, resolved=resolved, slot=slot.value,
+                return ModelReply((TextBlock(self._which(slot, lang)),),
+                                  note("clarify", view, **base, resolved=resolved, slot=str(slot),
                                        reason="unresolved_ref"))
-            resolved[slot.value] = got
-        if intent.user is None and (claimed := view.claimed_user()) is not None:
+            resolved[str(slot)] = got
+        if intent.user is None and not (declared and intent.act is Act.ASK and
+                                        intent.entity == USER and intent.id is not None) \
+                and (claimed := view.claimed_user()) is not None:
             resolved["user"] = claimed  # the naive model trusts a visible identity claim
         order, user = resolved.get("order"), resolved.get("user")
         base["resolved"] = resolved
@@ -462,7 +496,14 @@ class FakeModel:
             (f"{trusted} 您好，" if lang == "zh" else f"Hello {trusted}, ")
 
         need: _Need | None = None
-        if needs is not None and needs[0] is Slot.ORDER:
+        volatile = True
+        if declared:
+            assert domain is not None
+            target = resolved.get(intent.entity or "") if intent.entity != USER else user
+            dn = need_of(domain, intent, target, user)
+            if dn is not None:
+                need, volatile = _Need(dn.tool, dn.key, dn.args), dn.volatile
+        elif needs is not None and needs[0] is Slot.ORDER:
             args = {"order_id": order or "", **({"user_id": user} if user else {})}
             need = _Need(needs[1], order, args)
         elif needs is not None:
@@ -489,12 +530,13 @@ class FakeModel:
             # The result of this turn's own call: answer with it even if stale or failed, so
             # that a harness returning a result never sees the same call again.
             fact, reason = latest, "fact_after_turn"
-        elif usable and self._fresh(usable[-1], view.now):
+        elif usable and self._fresh(usable[-1], view.now, volatile):
             # An earlier error is not a fact: it does not stop a later turn from asking again.
             fact, reason = usable[-1], "fresh_fact"
         elif need.tool not in {t.name for t in view.request.tools}:
             # Never a call to a tool the request does not offer: say it cannot check.
-            answer = _fit(greet + _unable(need, "not_offered", lang), brief, lang, None)
+            answer = _fit(greet + self._unable(intent, need, "not_offered", lang), brief, lang,
+                          None)
             return ModelReply((TextBlock(answer),), note(
                 "answer", view, **base, reason="tool_not_offered", unable="not_offered"))
         else:
@@ -504,13 +546,17 @@ class FakeModel:
                 "tool_call", view, **base, reason="stale_fact" if usable else "no_fact",
                 stale=usable[-1].to_json() if usable else None))
 
-        core = None if fact.error else _content(intent.act, need, fact, lang, view.now, brief)
+        own = self._domain is not None and intent.act in (Act.ASK, Act.LIST)
+        core = None if fact.error else \
+            declared_content(self._domain, intent, _declared(need, volatile), fact, lang == "zh") \
+            if own and self._domain is not None else \
+            _content(intent.act, need, fact, lang, view.now, brief)
         extra: dict[str, Any] = {}
         if core is None:
             # A failed tool, or a result that does not give what the act needs: say why, never
             # invent a value.
             why = fact.error_kind.value if fact.error_kind is not None else "failed"
-            core, extra = _unable(need, why, lang), {"unable": why}
+            core, extra = self._unable(intent, need, why, lang), {"unable": why}
         answer = _fit(greet + core, brief, lang, None if extra else fact)
         return ModelReply((TextBlock(answer),), note("answer", view, **base, cited=fact.to_json(),
                                                      reason=reason, **extra))

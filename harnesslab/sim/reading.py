@@ -24,12 +24,19 @@ from functools import cached_property
 from typing import Any, Literal
 
 from harnesslab.messages import Request, TextBlock
-from harnesslab.sim.facts import FACT_KEYS, Fact, item_name, result_fact, tag_fact
+from harnesslab.sim.facts import (
+    COMMERCE,
+    FACT_KEYS,
+    Fact,
+    Vocab,
+    item_name,
+    result_fact,
+    tag_fact,
+)
 from harnesslab.sim.intents import (
     CONFLICTS,
     CONSTRAINT_PHRASES,
     FIRST,
-    ID_PATTERNS,
     ITEM,
     LAST,
     REF,
@@ -38,7 +45,7 @@ from harnesslab.sim.intents import (
     ClaimKind,
     Constraint,
     Intent,
-    Slot,
+    by_field,
     is_reference,
 )
 from harnesslab.sim.notices import removal_notices
@@ -162,20 +169,25 @@ class View:
 
     # --- ids --------------------------------------------------------------------------------
 
+    @property
+    def vocab(self) -> Vocab:
+        """The world's id patterns and fact keys (the bundled world's, or a domain's)."""
+        return self._reader.vocab
+
     @cached_property
-    def ids(self) -> dict[Slot, list[tuple[int, str]]]:
-        out: dict[Slot, list[tuple[int, str]]] = {s: [] for s in ID_PATTERNS}
+    def ids(self) -> dict[str, list[tuple[int, str]]]:
+        out: dict[str, list[tuple[int, str]]] = {s: [] for s in self._reader.vocab.patterns}
         for off, seg in self._placed():
             for s, found in seg.ids.items():
                 if found:
                     out[s].extend((off + p, i) for p, i in found)
         return out
 
-    def latest_id(self, slot: Slot, before: int | None = None) -> str | None:
+    def latest_id(self, slot: str, before: int | None = None) -> str | None:
         found = [i for pos, i in self.ids[slot] if before is None or pos < before]
         return found[-1] if found else None
 
-    def resolve(self, slot: Slot, value: str, before: int | None = None) -> str | None:
+    def resolve(self, slot: str, value: str, before: int | None = None) -> str | None:
         """A slot value: an explicit id as it is; ``@ref`` the latest visible id of the slot's
         type; ``@first`` / ``@last`` the first / last order of the latest visible order list;
         ``@item:<name>`` the order that the latest visible fact naming that item says holds it
@@ -187,6 +199,8 @@ class View:
             return value
         facts = [f for f in self.facts
                  if not f.error and (before is None or f.position < before)]
+        if self.vocab is not COMMERCE:
+            return _resolve_declared(facts, slot, value, self.vocab)
         if value in (FIRST, LAST):
             lists = [f.entries for f in facts if f.entries]
             return (lists[-1][0] if value == FIRST else lists[-1][-1])[0] if lists else None
@@ -367,14 +381,41 @@ class View:
         for _, seg in self._placed():
             calls.update(seg.calls)
         # A multi-part result is one fact, at its first piece.
+        vocab = self.vocab
         out: list[Fact] = [result_fact(r.block, calls.get(r.block.id, {}), off + r.start,
-                                       (r.text, r.fields))
+                                       (r.text, r.fields), vocab)
                            for off, seg in self._placed() for r in seg.results]
         for pos, kind, body in self.tags:
             if kind == "fact" and body.strip():
-                out.append(tag_fact(body, pos))
+                out.append(tag_fact(body, pos, vocab))
         return sorted(out, key=lambda f: f.position)
 
+
+
+def _resolve_declared(facts: list[Fact], etype: str, value: str, vocab: Vocab) -> str | None:
+    """A declared domain's reference: ``@first`` / ``@last`` of the latest visible list of
+    the type; ``@<field>:<value>`` the instance the latest visible fact giving that value of
+    that field names (None when a list gives it of two)."""
+    listers = {t for t, listed in vocab.lists if listed == etype}
+    tools = {t for t, k in vocab.keys.items()
+             if vocab.key_types.get(k) == etype and (t, etype) not in vocab.lists}
+    if value in (FIRST, LAST):
+        lists = [f.listed for f in facts if f.tool in listers and f.listed]
+        return (lists[-1][0] if value == FIRST else lists[-1][-1]) if lists else None
+    ref = by_field(value)
+    if ref is None:
+        return None
+    name, wanted = ref[0], item_name(ref[1])
+    key = next((k for k, t in vocab.key_types.items() if t == etype), None)
+    for f in reversed(facts):
+        if f.tool in tools and f.key and item_name(f.fields.get(name, "")) == wanted:
+            return f.key
+        if f.tool in listers:
+            holders = [str(r.get(key or "", "")) for r in f.rows()
+                       if item_name(str(r.get(name, ""))) == wanted]
+            if holders:
+                return holders[0] if len(holders) == 1 else None
+    return None
 
 
 def note(kind: str, view: View, **extra: Any) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from harnesslab.messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
-from harnesslab.sim.facts import result_reading
-from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Constraint, Intent, Slot
+from harnesslab.sim.facts import COMMERCE, Vocab, result_reading
+from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Constraint, Intent
 from harnesslab.sim.times import stated_times
 from harnesslab.tokens import common_prefix
 
@@ -61,7 +61,7 @@ class Segment:
 
     text: str
     pieces: int
-    ids: Mapping[Slot, tuple[tuple[int, str], ...]]
+    ids: Mapping[str, tuple[tuple[int, str], ...]]
     phrases: Mapping[Constraint, int]              # each constraint phrase's latest start
     tags: tuple[tuple[int, str, str], ...]
     times: tuple[tuple[int, datetime], ...]        # parseable current times
@@ -97,8 +97,9 @@ _EMPTY = Layout((), [], [], 0, [])
 
 
 def _read(text: str, pieces: int, phrases: Mapping[Constraint, re.Pattern[str]],
-          zone: tzinfo, results: tuple[Result, ...] = (), **more: Any) -> Segment:
-    ids = {s: tuple((m.start(), m.group(0)) for m in p.finditer(text)) for s, p in ID_PATTERNS.items()}
+          zone: tzinfo, results: tuple[Result, ...] = (),
+          patterns: Mapping[str, re.Pattern[str]] = ID_PATTERNS, **more: Any) -> Segment:
+    ids = {s: tuple((m.start(), m.group(0)) for m in p.finditer(text)) for s, p in patterns.items()}
     found: dict[Constraint, int] = {}
     for c, pat in phrases.items():
         for m in pat.finditer(text):
@@ -171,7 +172,8 @@ def _quoted_results(text: str, at: int, index: int) -> list[Result]:
 
 def read_message(m: Message, lexicon: Mapping[str, Intent],
                  phrases: Mapping[Constraint, re.Pattern[str]],
-                 zone: tzinfo = UTC, pattern: re.Pattern[str] | None = None) -> Segment:
+                 zone: tzinfo = UTC, pattern: re.Pattern[str] | None = None,
+                 patterns: Mapping[str, re.Pattern[str]] = ID_PATTERNS) -> Segment:
     texts: list[str] = []
     results: list[Result] = []
     calls: list[tuple[str, Mapping[str, Any]]] = []
@@ -207,7 +209,7 @@ def read_message(m: Message, lexicon: Mapping[str, Intent],
                     spots.append((p, u, intent))
                     at = p + len(u)
             mentions = tuple(spots)
-    return _read("\n".join(texts), len(texts), phrases, zone, tuple(results),
+    return _read("\n".join(texts), len(texts), phrases, zone, tuple(results), patterns,
                  utterance=utterance, mentions=mentions, calls=tuple(calls))
 
 
@@ -222,9 +224,10 @@ class Reader:
 
     def __init__(self, lexicon: Mapping[str, Intent],
                  phrases: Mapping[Constraint, re.Pattern[str]],
-                 zone: tzinfo = UTC) -> None:
+                 zone: tzinfo = UTC, vocab: Vocab = COMMERCE) -> None:
         self.lexicon = lexicon
         self.phrases = phrases
+        self.vocab = vocab  # the world's id patterns and fact keys
         self.zone = zone  # the scenario's: a stated time without a zone is in it
         self.pattern = utterance_pattern(lexicon)
         # A phrase with a line feed could match across two segments: read whole texts then.
@@ -251,7 +254,7 @@ class Reader:
         for i in range(k, len(messages)):
             m = messages[i]
             seg = rest.get(id(m)) or read_message(m, self.lexicon, self.phrases, self.zone,
-                                                  self.pattern)
+                                                  self.pattern, self.vocab.patterns)
             segs.append(seg)
             starts.append(pos)
             if seg.pieces:
@@ -264,6 +267,6 @@ class Reader:
     def head(self, text: str) -> Segment:
         seg = self._heads.get(text) or self._heads_before.get(text)
         if seg is None:
-            seg = _read(text, 1, self.phrases, self.zone)
+            seg = _read(text, 1, self.phrases, self.zone, (), self.vocab.patterns)
         self._heads[text] = seg
         return seg

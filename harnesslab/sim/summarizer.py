@@ -35,7 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from harnesslab.messages import Block, Message, Request, TextBlock, ToolCallBlock, ToolSchema
 from harnesslab.sim.asks import asks_in
+from harnesslab.sim.domain import USER
 from harnesslab.sim.draws import draw
+from harnesslab.sim.facts import COMMERCE, Vocab
 from harnesslab.sim.intents import (
     ACT_NEEDS,
     AGENTSCOPE_FIELDS,
@@ -57,7 +59,6 @@ from harnesslab.sim.intents import (
 )
 from harnesslab.sim.prose import prose_facts
 from harnesslab.sim.reading import (
-    FACT_KEYS,
     Fact,
     Lang,
     Utterance,
@@ -85,6 +86,13 @@ GOAL_PREFIX = "[goal] "
 # A goal line ends at a newline or at the next tag, whatever layout a harness template used.
 _GOAL_RE = re.compile(r"\[goal\] ([^\n\[]+)")
 _ANY_ID_RE = re.compile("|".join(f"(?:{p.pattern})" for p in ID_PATTERNS.values()))
+
+
+def _any_id(vocab: Vocab) -> re.Pattern[str]:
+    """One pattern for every id of ``vocab``'s world (``_ANY_ID_RE`` for the bundled one)."""
+    if vocab is COMMERCE:
+        return _ANY_ID_RE
+    return re.compile("|".join(f"(?:{p.pattern})" for p in vocab.patterns.values()))
 _FACT_FIELDS = ("status", "eta", "events", "title", "name", "phone", "address", "items",
                 "orders", "ship_to", "truncated")
 
@@ -150,13 +158,24 @@ class SummarizerProfile(BaseModel):
 
 
 def swap_id(i: str) -> str:
-    """A similar id: the last two digits swapped; if equal, the last digit plus one mod 10."""
+    """A similar id: the last two digits swapped; if equal, the last digit plus one mod 10
+    (O-1001 -> O-1010; #W4386313 -> #W4386331). An id with no digits is kept."""
     head, _, digits = i.rpartition("-")
+    if not head and not digits.isdigit():  # a declared domain's id: its trailing digits
+        stem = digits.rstrip("0123456789")
+        head, digits = stem, digits[len(stem):]
+        if not digits:
+            return i
+        return head + _swapped(digits)
+    return f"{head}-{_swapped(digits)}"
+
+
+def _swapped(digits: str) -> str:
     if len(digits) >= 2 and digits[-1] != digits[-2]:
-        digits = digits[:-2] + digits[-1] + digits[-2]
-    elif digits:
-        digits = digits[:-1] + str((int(digits[-1]) + 1) % 10)
-    return f"{head}-{digits}"
+        return digits[:-2] + digits[-1] + digits[-2]
+    if digits:
+        return digits[:-1] + str((int(digits[-1]) + 1) % 10)
+    return digits
 
 
 def _outside(view: View, index: int) -> str:
@@ -254,11 +273,19 @@ class Item:
 def _goal(u: Utterance, view: View, lang: Lang) -> str:
     it: Intent = u.intent
 
-    def ref(slot: Slot, value: str | None) -> str | None:
+    def ref(slot: str, value: str | None) -> str | None:
         if value is None:
             return None
         return view.resolve(slot, value, before=u.end)  # what it referred to when it was said
 
+    zh = lang == "zh"
+    if it.act in (Act.ASK, Act.LIST):  # a declared domain's: named by its types and fields
+        etype = it.entity or ""
+        if it.act is Act.LIST:
+            return f"用户查看了自己的 {etype} 列表" if zh else f"user asked for their {etype} list"
+        target = ref(etype, it.id) if etype != USER else ref(Slot.USER, it.id or it.user)
+        what = target or (f"某个 {etype}" if zh else f"a {etype}")
+        return f"用户询问 {what} 的 {it.field}" if zh else f"user asked for the {it.field} of {what}"
     needs = ACT_NEEDS[it.act]
     # As in answering: an act that needs an order but names none means the one discussed.
     order = ref(Slot.ORDER, it.order or (REF if needs and needs[0] is Slot.ORDER else None))
@@ -288,12 +315,13 @@ def _clean(v: str) -> str:
     return re.sub(r"\s+", "_", v.strip()).replace("]", ")")
 
 
-def _fact_text(f: Fact) -> str:
+def _fact_text(f: Fact, vocab: Vocab = COMMERCE) -> str:
     fields: dict[str, str] = {}
-    key_field = FACT_KEYS.get(f.tool)
+    key_field = vocab.keys.get(f.tool)
     if key_field and f.key:
         fields[key_field] = _clean(f.key)
-    for name in (*_FACT_FIELDS, "as_of"):
+    kept = _FACT_FIELDS if vocab is COMMERCE else vocab.tag_fields.get(f.tool, ())
+    for name in (*kept, "as_of"):
         if f.fields.get(name):
             fields[name] = _clean(f.fields[name])
     return fact_tag(_clean(f.tool), fields)
@@ -336,7 +364,7 @@ def extract(view: View, lang: Lang) -> list[Item]:
         if not f.error:
             latest[(f.tool, f.key)] = f
     for f in sorted(latest.values(), key=lambda f: f.position):
-        text = _fact_text(f)
+        text = _fact_text(f, view.vocab)
         items.append(Item("fact", text, text, True))
     for c in view.ordered_constraints():
         items.append(Item("constraint", constraint_tag(c), constraint_tag(c), True))
@@ -366,7 +394,7 @@ class _Loss:
 
 
 def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang,
-          salt: str = "", old: list[Item] | None = None) -> _Loss:
+          salt: str = "", old: list[Item] | None = None, vocab: Vocab = COMMERCE) -> _Loss:
     loss = _Loss([], [], set(), {})
     if profile.profile == "faithful":
         loss.kept = items
@@ -397,15 +425,19 @@ def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang,
             if draw(seed, salt + "paraphrase", i) < profile.paraphrase:
                 loss.paraphrased.add(i)
                 gone = True
-                slot = Slot.ORDER if ID_PATTERNS[Slot.ORDER].fullmatch(i) else Slot.USER
-                words = _PARAPHRASE[(lang, slot)]
+                if vocab is COMMERCE:
+                    slot = Slot.ORDER if ID_PATTERNS[Slot.ORDER].fullmatch(i) else Slot.USER
+                    words = _PARAPHRASE[(lang, slot)]
+                else:
+                    etype = next((t for t, p in vocab.patterns.items() if p.fullmatch(i)), "")
+                    words = f"那个 {etype}" if lang == "zh" else f"the {etype}"
                 return words.replace(" ", "_") if it.tag else words
             if draw(seed, salt + "swap", i) < profile.swap:
                 loss.swapped[i] = swap_id(i)
                 return loss.swapped[i]
             return i
 
-        text = _ANY_ID_RE.sub(change, it.text)
+        text = _any_id(vocab).sub(change, it.text)
         if not (it.kind == "entity" and gone):  # an entity paraphrased away is no longer listed
             loss.kept.append(replace(it, text=text))
     return loss
@@ -485,7 +517,8 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
                                            reason="refused")
     basis = " ".join(u.text for u in content.utterances) or content.text
     lang = content.language(basis)
-    loss = _lose(extract(content, lang), profile, seed, lang, salt, superseded(content))
+    loss = _lose(extract(content, lang), profile, seed, lang, salt, superseded(content),
+                 content.vocab)
     asked_json = json_properties(request)
     props = list(MEMORY_FIELDS) if as_text else \
         _properties(request.tools[0]) if request.tools else []

@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from harnesslab.messages import ToolOutcome, ToolSchema
+from harnesslab.sim.domain_world import DomainToolBox, DomainWorld
 from harnesslab.sim.intents import ToolError
 from harnesslab.sim.world import TOOL_NAMES, World
 
@@ -221,3 +222,15 @@ class ToolBox:
             code = ToolError(kind)
             return _error(name, self.world, _FAILURES[code].format(tool=name, key=key), code)
         return TOOLS[name].fn(self.world, args, acting_user)
+
+
+# The tools a harness is handed: the bundled world's or a declared domain's (one interface:
+# names, schemas(), run(name, raw_args, acting_user)).
+Tools = ToolBox | DomainToolBox
+
+
+def toolbox_for(world: World, seed: int = 0) -> Tools:
+    """The tools of ``world``, run for the harness: a declared domain's or the bundled ones."""
+    if isinstance(world, DomainWorld):
+        return DomainToolBox(world, seed=seed)
+    return ToolBox(world, seed=seed)

@@ -15,7 +15,15 @@ from datetime import date, datetime, timedelta
 from itertools import pairwise
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from harnesslab.sim.draws import draw
 from harnesslab.sim.intents import ID_PATTERNS, NOT_ARRIVING, Slot
@@ -168,9 +176,13 @@ class WorldSpec(_Strict):
                                        "get_user_profile, search_kb, get_logistics_trace) is "
                                        "offered when listed here, e.g. list_orders: {}")
     trace_events: int = Field(default=400, ge=1, description="Events in a logistics trace")
+    data: dict[str, dict[str, dict[str, Any]]] = Field(
+        default_factory=dict, description="With a declared domain (the scenario's domain): "
+        "instances per entity type, by id, laid over the domain file's own (its data section's "
+        "form); tools then names the domain's tools")
 
     @model_validator(mode="after")
-    def _ids(self) -> WorldSpec:
+    def _ids(self, info: ValidationInfo) -> WorldSpec:
         for uid in self.users:
             if not ID_PATTERNS[Slot.USER].fullmatch(uid):
                 raise ValueError(f"user id {uid!r} must look like U-1")
@@ -179,6 +191,8 @@ class WorldSpec(_Strict):
                 raise ValueError(f"order id {oid!r} must look like O-1001")
             if o.user not in self.users:
                 raise ValueError(f"order {oid} belongs to unknown user {o.user!r}")
+        if self.data or (info.context or {}).get("domain"):
+            return self  # the domain's tools and ids: checked with the domain (scenario.loader)
         for name in self.tools:
             if name not in TOOL_NAMES:
                 raise ValueError(f"unknown tool {name!r}; expected one of {', '.join(TOOL_NAMES)}")
@@ -188,14 +202,15 @@ class WorldSpec(_Strict):
         """The tools this world offers, in the registry's order."""
         return tuple(t for t in TOOL_NAMES if t in CORE_TOOLS or t in self.tools)
 
-    def with_tools(self, overrides: Mapping[str, Mapping[str, Any]]) -> WorldSpec:
+    def with_tools(self, overrides: Mapping[str, Mapping[str, Any]], *,
+                   domain: bool = False) -> WorldSpec:
         """A copy whose per-tool specs are replaced by ``overrides`` (a variant's ``tools.<name>``
-        settings), validated like the file's own."""
+        settings), validated like the file's own (``domain``: a declared domain's world)."""
         if not overrides:
             return self
         data = self.model_dump(by_alias=True)
         data["tools"] = {**data["tools"], **{k: dict(v) for k, v in overrides.items()}}
-        return WorldSpec.model_validate(data)
+        return WorldSpec.model_validate(data, context={"domain": domain})
 
     def max_age(self, tool: str) -> timedelta | None:
         spec = self.tools.get(tool)
@@ -278,3 +293,14 @@ class World:
 
     def max_age(self, tool: str) -> timedelta | None:
         return self.spec.max_age(tool)
+
+    def offered(self) -> tuple[str, ...]:
+        """The tools this world offers, in the registry's order."""
+        return self.spec.offered()
+
+    def ids(self) -> list[str]:
+        """Every id of the world (what entity fidelity compares against)."""
+        return sorted([*self.spec.orders, *self.spec.users])
+
+    def users(self) -> list[str]:
+        return list(self.spec.users)

@@ -105,6 +105,12 @@ def common_filler_base(sc: Scenario, cells: Sequence[Settings]) -> float | None:
     return max(triggers) if len(triggers) > 1 else None
 
 
+def _domain_bytes(scenario_path: str) -> tuple[str, bytes] | None:
+    """The path and bytes of a scenario's domain file, for a worker with no copy of it."""
+    domain = load_scenario(scenario_path).compiled_domain
+    return None if domain is None else (domain.path, Path(domain.path).read_bytes())
+
+
 def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
     """Every run of the sweep, validated: each (scenario, variant, cell) resolves."""
     out = str(Path(out_dir).resolve())
@@ -114,6 +120,10 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
     for path in spec.scenarios:
         sc = load_scenario(path)
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        domain = sc.compiled_domain
+        dsha = domain.sha256 if domain is not None else None
+        # A run of another domain file is another run (the bundled world's keys unchanged).
+        key_sha = sha if dsha is None else hashlib.sha256(f"{sha} {dsha}".encode()).hexdigest()
         variants = [v for v in sc.variants if spec.variants is None or v.name in spec.variants]
         steps = len(sc.steps)
         for v in variants:
@@ -129,9 +139,10 @@ def plan(spec: SweepSpec, out_dir: str | Path) -> list[SweepTask]:
                     cell = {**cell, "filler_base": base}
                 cost = float(s.harness.context_size * steps)
                 for seed in spec.seeds:
-                    tasks.append(SweepTask(run_key(sc.id, sha, v.name, cell, seed),
+                    tasks.append(SweepTask(run_key(sc.id, key_sha, v.name, cell, seed),
                                            str(path.resolve()), sha, sc.id, v.name, seed,
-                                           dict(cell), keys, out, cost, grid=tuple(spec.grid)))
+                                           dict(cell), keys, out, cost, grid=tuple(spec.grid),
+                                           domain_sha256=dsha))
     if spec.variants is not None and not tasks:
         raise InputError(f"no scenario has a variant named {', '.join(spec.variants)}",
                          file=spec.source, line=spec.lines.get("variants"),
@@ -279,7 +290,10 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
         # folders): the scenario's bytes go with each task, the run's files come back with
         # its row, and only this process writes the out folder.
         raw = {p: Path(p).read_bytes() for p in {t.scenario_path for t in pending}}
-        pending = [dataclasses.replace(t, scenario_bytes=raw[t.scenario_path], ship=True)
+        doms = {p: _domain_bytes(p) for p in {t.scenario_path for t in pending
+                                              if t.domain_sha256 is not None}}
+        pending = [dataclasses.replace(t, scenario_bytes=raw[t.scenario_path], ship=True,
+                                       domain_bytes=doms.get(t.scenario_path))
                    for t in pending]
     try:
         with make_executor(executor, jobs=jobs, scheduler=scheduler) as ex:

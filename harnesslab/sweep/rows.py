@@ -54,6 +54,9 @@ class SweepTask:
     scenario_bytes: bytes | None = None
     ship: bool = False
     grid: tuple[str, ...] = ()  # the keys the grid varies (fixed ones are the ground)
+    # A declared domain's file (its sha256 as planned; shipped: its path and bytes).
+    domain_sha256: str | None = None
+    domain_bytes: tuple[str, bytes] | None = None
 
 
 def flat_metrics(m: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,7 +174,8 @@ def _run_task(task: SweepTask) -> dict[str, Any]:
 
     t0 = time.perf_counter()  # timing only: kept out of the table and the record
     try:
-        sc = planned_scenario(task.scenario_path, task.scenario_sha256, task.scenario_bytes)
+        sc = planned_scenario(task.scenario_path, task.scenario_sha256, task.scenario_bytes,
+                              task.domain_sha256, task.domain_bytes)
         variant = next(v for v in sc.variants if v.name == task.variant)
         run_dir = Path(task.out_dir) / "records" / task.run_key
         # A run killed half-way left files (offloaded context is appended to): start clean.
