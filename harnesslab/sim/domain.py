@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harnesslab.sim.facts import Vocab
+from harnesslab.sim.filler import SENTENCES
 from harnesslab.sim.world import parse_duration
 
 __all__ = ["USER", "Domain", "DomainFile", "EntitySpec", "FieldSpec", "ToolDecl"]
@@ -218,6 +219,13 @@ class DomainFile(_Strict):
         ``data`` (default the file's own) is checked at ``where``."""
         out: list[tuple[Loc, str]] = []
         types = self.types()
+        for name, spec in types.items():
+            # Filler must show no id: it would become a referent the scenario never declared.
+            found = _in_filler(spec.id.source())
+            if found is not None:
+                where_ = ("user",) if name == USER else ("entities", name)
+                out.append(((*where_, "id"), f"the id pattern matches {found[0]!r} in the "
+                            f"filler text ({found[1]!r}); make it match only ids"))
         for tname, t in self.tools.items():
             if not _NAME_RE.match(tname):
                 out.append((("tools", tname), f"tool name {tname!r} must be lower case letters, "
@@ -314,6 +322,16 @@ def _timeline_problems(spec: EntitySpec, events: Any, at: Loc) -> list[tuple[Loc
     return out
 
 
+def _in_filler(source: str) -> tuple[str, str] | None:
+    """What an id pattern finds in the filler's sentences (the match and its sentence)."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9_])(?:{source})(?![A-Za-z0-9_])")
+    for sentence in SENTENCES:
+        m = pattern.search(sentence)
+        if m is not None and m.group(0):
+            return m.group(0), sentence
+    return None
+
+
 def _time(v: Any) -> datetime | None:
     try:
         t = v if isinstance(v, datetime) else datetime.fromisoformat(str(v))
@@ -408,7 +426,26 @@ class Domain:
         """What the fake model's reader recognises of this domain."""
         lists = frozenset((n, t.lists) for n, t in self.spec.tools.items() if t.lists)
         return Vocab(self.patterns, self.fact_keys, {self.key(t): t for t in self.types}, lists,
-                     {n: self.tag_fields(n) for n in self.spec.tools})
+                     {n: self.tag_fields(n) for n in self.spec.tools}, self._prose())
+
+    def _prose(self) -> tuple[tuple[str, re.Pattern[str], str], ...]:
+        """The fake model's answer to an ask, per type, field and locale, as a pattern
+        (``harnesslab.sim.declared.content`` writes them)."""
+        out = []
+        for etype, spec in self.types.items():
+            ident = rf"(?P<id>{self.patterns[etype].pattern})"
+            for name in spec.fields:
+                tool = self.reader(etype, name)
+                if tool is None:
+                    continue
+                zh, en = self.label(etype, "zh"), self.label(etype, "en")
+                fzh, fen = self.field_label(etype, name, "zh"), self.field_label(etype, name, "en")
+                head = en[:1].upper() + en[1:]
+                out.append((tool, re.compile(rf"{re.escape(zh)} {ident} 的{re.escape(fzh)}："
+                                             rf"(?P<value>[^。\n]+)。"), name))
+                out.append((tool, re.compile(rf"{re.escape(head)} {ident}: {re.escape(fen)} is "
+                                             rf"(?P<value>[^\n]+?)\.(?=\s|$)"), name))
+        return tuple(out)
 
     def header(self) -> dict[str, Any]:
         """What a run record states of the domain (its judges read ids by these patterns)."""

@@ -35,6 +35,9 @@ class Vocab:
     lists: frozenset[tuple[str, str]] = frozenset()  # (tool, entity type it lists)
     # Per tool, the fields a summary's fact tag keeps (the bundled world's: summarizer's own).
     tag_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # A declared domain's answers in the fake model's own words, read back as facts (the
+    # bundled world's are sim.prose's): (tool, pattern with groups id and value, field).
+    prose: tuple[tuple[str, re.Pattern[str], str], ...] = ()
 
 
 COMMERCE = Vocab(ID_PATTERNS, FACT_KEYS, {"order_id": Slot.ORDER, "user_id": Slot.USER})

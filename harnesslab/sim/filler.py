@@ -114,6 +114,8 @@ def make_filler(rule: CountRule, target_tokens: float, locale: str, seed: int,
 
 
 _SENTENCES = frozenset(_ZH_USER + _ZH_AGENT + _EN_USER + _EN_AGENT)
+# What filler is made of: no id of any world may occur in it (sim.domain checks a domain's).
+SENTENCES = tuple(sorted(_SENTENCES))
 _LONGEST = max(len(s) for s in _SENTENCES)
 
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from harnesslab.sim.facts import Fact, item_name
+from harnesslab.sim.facts import COMMERCE, Fact, Vocab, item_name
 from harnesslab.sim.intents import parse_time
 
 __all__ = ["prose_facts"]
@@ -107,9 +107,11 @@ def _matches(text: str) -> Iterator[tuple[int, int, _Form, re.Match[str]]]:
             yield m.start(), m.end(), form, m
 
 
-def prose_facts(text: str) -> list[Fact]:
+def prose_facts(text: str, vocab: Vocab = COMMERCE) -> list[Fact]:
     """Every fact ``text`` states in the fake model's own answer wording, in order of position
     (a character offset in ``text``), each with the ``as_of`` the prose states or none."""
+    if vocab is not COMMERCE:
+        return _declared_facts(text, vocab)
     out = []
     for start, end, form, m in _matches(text):
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
@@ -123,4 +125,24 @@ def prose_facts(text: str) -> list[Fact]:
             fields["as_of"] = as_of
         out.append(Fact(form.tool, groups.get("o"), None, parse_time(as_of or ""), fields,
                         False, start, "prose"))
+    return sorted(out, key=lambda f: f.position)
+
+
+def _declared_facts(text: str, vocab: Vocab) -> list[Fact]:
+    """A declared domain's answers to ``ask`` (``harnesslab.sim.declared.content``) read back:
+    one field of one instance each, with the ``as_of`` a long answer states."""
+    out = []
+    taken: list[tuple[int, int]] = []
+    for tool, pattern, name in vocab.prose:
+        for m in pattern.finditer(text):
+            if any(m.start() < end and start < m.end() for start, end in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            fields = {name: m.group("value").strip()}
+            stamp = _AS_OF_RE.match(text, m.end())
+            as_of = stamp.group("zh") or stamp.group("en") if stamp else None
+            if as_of and parse_time(as_of) is not None:
+                fields["as_of"] = as_of
+            out.append(Fact(tool, m.group("id"), None, parse_time(as_of or ""), fields, False,
+                            m.start(), "prose"))
     return sorted(out, key=lambda f: f.position)

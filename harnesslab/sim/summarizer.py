@@ -342,7 +342,7 @@ def _with_prose(view: View) -> list[Fact]:
     summary prompt leaves out tool messages) is a fact of its own."""
     facts = [f for f in view.facts if not f.error]
     out = list(facts)
-    for p in prose_facts(view.text):
+    for p in prose_facts(view.text, view.vocab):
         before = [f for f in facts if f.position < p.position and f.tool == p.tool
                   and (p.key is None or f.key == p.key)]
         if not (before and restates(p, before[-1])):

@@ -56,6 +56,9 @@ def test_the_example_domain_and_scenario_load() -> None:
      "'done' is not one of new, in_progress, waiting_on_user, resolved, closed"),
     ("owner: E-102", "owner: E-109", "owner: E-109", "data.ticket.INC-2001.owner",
      "owner 'E-109' is no user of the domain"),
+    ("id: {pattern: 'INC-\\d{4}'}", "id: {pattern: '[A-Za-z]+'}", "id: {pattern: '[A-Za-z]+'}",
+     "entities.ticket.id", "the id pattern matches 'A' in the filler text ('A friend recommended "
+     "your shop, said the after-sales service is reliable.'); make it match only ids"),
     ('{at: "2026-12-01T20:00:00+08:00", status: waiting_on_user, due: "2026-12-03"}',
      '{at: "2026-12-01T20:00:00+08:00", title: renamed}', "title: renamed",
      "data.ticket.INC-1001.timeline[1].title",

@@ -190,3 +190,17 @@ def test_a_failed_lookup_is_said_with_its_reason(tid: str, why: str) -> None:
              Message("user", (ToolResultBlock(call.id, call.name, out.text, is_error=True),))]
     answer = m.reply(Request(system="", messages=tuple(msgs), tools=tools.schemas()))
     assert answer.annotations["unable"] == why and tid in answer.blocks[0].text  # type: ignore[union-attr]
+
+
+def test_its_own_answers_read_back_as_facts_for_a_summary_of_answers_only() -> None:
+    """A summary call that quotes the answers but not the tool results (agno's) keeps the
+    facts the answers state, in the fake model's own words; another wording is not read."""
+    from harnesslab.sim.prose import prose_facts
+
+    text = ("工单 INC-1001 的处理人：王工。以上信息来自 2026-12-01T10:00:00+08:00 的查询结果。\n"
+            "Ticket INC-1002: status is in_progress.\nINC-1001 is handled by 王工.")
+    facts = prose_facts(text, DOMAIN.vocab)
+    assert [(f.tool, f.key, dict(f.fields)) for f in facts] == [
+        ("get_ticket", "INC-1001", {"assignee": "王工", "as_of": "2026-12-01T10:00:00+08:00"}),
+        ("get_ticket", "INC-1002", {"status": "in_progress"})]
+    assert facts[0].as_of == datetime(2026, 12, 1, 10, 0, tzinfo=TZ) and facts[1].as_of is None
