@@ -523,6 +523,11 @@ class FakeModel:
 
         matches = [f for f in view.facts
                    if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked))]
+        if declared and intent.act is Act.ASK:
+            # A tag or an answer read back may state other fields of the instance only: it
+            # is no fact about this one (a whole tool result is, even with the field empty).
+            matches = [f for f in matches
+                       if f.source == "tool_result" or f.error or intent.field in f.fields]
         latest = matches[-1] if matches else None
         usable = [f for f in matches if not f.error]
         if latest is not None and latest.source == "tool_result" \

@@ -204,3 +204,16 @@ def test_its_own_answers_read_back_as_facts_for_a_summary_of_answers_only() -> N
         ("get_ticket", "INC-1001", {"assignee": "王工", "as_of": "2026-12-01T10:00:00+08:00"}),
         ("get_ticket", "INC-1002", {"status": "in_progress"})]
     assert facts[0].as_of == datetime(2026, 12, 1, 10, 0, tzinfo=TZ) and facts[1].as_of is None
+
+
+def test_a_fact_stating_other_fields_only_is_looked_up_again() -> None:
+    """A summary's tag that kept the assignee says nothing of the status: the model looks the
+    status up rather than saying it could not check; the tag answers the assignee."""
+    tag = ("[fact:get_ticket ticket_id=INC-1001 assignee=王工 "
+           "as_of=2026-12-01T10:00:00+08:00]")
+    now = START + timedelta(hours=1)
+    m = model()
+    for question, kind in ((STATUS, "tool_call"), (WHO, "answer")):
+        req = Request(system=current_time_text(now), summary=tag,
+                      messages=(user(question),), tools=DomainToolBox(world()).schemas())
+        assert m.reply(req).annotations["kind"] == kind, question
