@@ -20,7 +20,6 @@ from harnesslab.scenario.steps import (
 )
 from harnesslab.scenario.yamlfile import loc_text, node_line, read_yaml, validation_message
 from harnesslab.sim.domain import USER, Domain
-from harnesslab.sim.domain_world import DomainWorld
 from harnesslab.sim.intents import (
     ACT_NEEDS,
     ITEM,
@@ -147,7 +146,7 @@ def _ask_errors(ident: str | None, field: str, etype: str, d: Domain, world: Wor
     if ref is not None and ref[0] not in spec.fields:
         errs.append(((*at, "id"), f"{etype} has no field {ref[0]!r} to find it by"))
     elif ident is not None and not is_reference(ident) and ident != REF and etype != USER \
-            and isinstance(world, DomainWorld) and ident not in world.data.get(etype, {}):
+            and world is not None and ident not in world.data.get(etype, {}):
         errs.append(((*at, "id"), f"unknown {etype} {ident!r}"))
     return errs
 

@@ -33,7 +33,6 @@ from harnesslab.scenario.steps import (
     SwitchStep,
 )
 from harnesslab.sim.domain import USER, Domain
-from harnesslab.sim.domain_world import DomainWorld
 from harnesslab.sim.intents import (
     ID_PATTERNS,
     REF,
@@ -474,7 +473,7 @@ class Scenario(_Strict):
         """The running world of a run: the scenario's, with a variant's per-tool settings."""
         domain = self.compiled_domain
         spec = self.world.with_tools(tools or {}, domain=domain is not None)
-        return World(spec) if domain is None else DomainWorld(spec, domain)
+        return World(spec, domain=domain)
 
     def users(self) -> list[str]:
         """Every user id of the world (the domain's and the scenario's, with a domain)."""

@@ -11,18 +11,20 @@ reads what, and the words a generic answer is made of. The bundled e-commerce wo
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from harnesslab.sim.durations import parse_duration
 from harnesslab.sim.facts import Vocab
 from harnesslab.sim.filler import SENTENCES
-from harnesslab.sim.world import parse_duration
 
 __all__ = ["USER", "Domain", "DomainFile", "EntitySpec", "FieldSpec", "ToolDecl"]
 
@@ -34,7 +36,7 @@ USER_KEY = "user_id"
 _RESERVED = frozenset({"tool", "as_of", "error", "code", "owner", "timeline", "entries",
                        "truncated", USER_KEY})
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-FieldType = Literal["string", "enum", "date", "datetime", "number", "boolean"]
+FieldType = Literal["string", "enum", "date", "datetime", "number", "boolean", "list"]
 Lang = Literal["zh", "en"]
 Loc = tuple[str | int, ...]
 
@@ -54,7 +56,8 @@ class FieldSpec(_Strict):
     """One field of an entity type."""
 
     type: FieldType = Field(default="string", description="string, enum (with values), date "
-                            "(YYYY-MM-DD), datetime (ISO-8601 with offset), number or boolean")
+                            "(YYYY-MM-DD), datetime (ISO-8601 with offset), number, boolean or "
+                            "list (of strings)")
     values: list[str] = Field(default_factory=list, description="The values of an enum field")
     private: bool = Field(default=False, description="Private to the entity's owner: its "
                           "value in another user's session is a leak (no_leak)")
@@ -63,6 +66,17 @@ class FieldSpec(_Strict):
                            "it needs a result younger than its tool's max_age (fresh_fact)")
     label: dict[Lang, str] = Field(default_factory=dict, description="How an answer names the "
                                    "field, per locale (default: the field's name)")
+    initial: Any = Field(default=None, description="Its value before the instance's first "
+                         "timeline event states one (e.g. status: created)")
+    unset_when: dict[str, list[str]] = Field(
+        default_factory=dict, description="It reads as null while another field has one of "
+        "these values (an ETA once the order is cancelled: {status: [cancelled]})")
+    default_from: str | None = Field(default=None, description="owner.<field>: when the "
+                                     "instance leaves it empty, its owner's value (a shipping "
+                                     "address defaulting to the user's)")
+    value_labels: dict[str, dict[Lang, str]] = Field(
+        default_factory=dict, description="Words for some of an enum's values, per locale, "
+        "for answers ({cancelled: {zh: 已取消, en: cancelled}})")
 
     @model_validator(mode="after")
     def _enum(self) -> FieldSpec:
@@ -84,6 +98,9 @@ class FieldSpec(_Strict):
             return None if ok else f"{value!r} is not a number"
         if self.type == "boolean":
             return None if isinstance(value, bool) else f"{value!r} is not true or false"
+        if self.type == "list":
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            return None if ok else f"{value!r} is not a list of strings"
         if self.type == "date":
             if isinstance(value, date) and not isinstance(value, datetime):
                 return None
@@ -107,22 +124,33 @@ class IdSpec(_Strict):
                                 "model finds ids of the type in a request by it")
     ids: list[str] = Field(default_factory=list, description="Instead of a pattern: the ids, "
                            "listed (a pattern is built from them)")
+    search: str | None = Field(default=None, description="Instead: the regular expression that "
+                               "finds an id in text, anchored as you choose (a pattern is "
+                               "anchored at word edges: no letter, digit or _ on either side)")
 
     @model_validator(mode="after")
     def _one(self) -> IdSpec:
-        if (self.pattern is None) == (not self.ids):
-            raise ValueError("an id states exactly one of pattern or ids")
-        if self.pattern is not None:
-            try:
-                re.compile(self.pattern)
-            except re.error as e:
-                raise ValueError(f"pattern {self.pattern!r} is not a regular expression: "
-                                 f"{e}") from None
+        if sum((self.pattern is not None, bool(self.ids), self.search is not None)) != 1:
+            raise ValueError("an id states exactly one of pattern, ids or search")
+        for what in (self.pattern, self.search):
+            if what is not None:
+                try:
+                    re.compile(what)
+                except re.error as e:
+                    raise ValueError(f"{what!r} is not a regular expression: {e}") from None
         return self
 
     def source(self) -> str:
+        if self.search is not None:
+            return self.search
         return self.pattern if self.pattern is not None else \
             "|".join(re.escape(i) for i in sorted(self.ids, key=lambda i: (-len(i), i)))
+
+    def finder(self) -> str:
+        """The expression that finds an id in text."""
+        if self.search is not None:
+            return self.search
+        return rf"(?<![A-Za-z0-9_])(?:{self.source()})(?![A-Za-z0-9_])"
 
 
 class EntitySpec(_Strict):
@@ -145,6 +173,17 @@ class EntitySpec(_Strict):
         return v
 
 
+class HistoryDecl(_Strict):
+    """A long generated history a tool returns (a parcel's scan events): ``count`` items spread
+    evenly from the instance's first timeline event to now, at least a minute apart."""
+
+    field: str = Field(description="The result field holding it (listed in returns)")
+    count: int = Field(default=400, ge=1, description="How many items")
+    item: dict[str, str] = Field(description="Each item's fields after its time (at), as "
+                                 "templates: {i} its number, {cycle} the next of cycle")
+    cycle: list[str] = Field(default_factory=lambda: [""], min_length=1)
+
+
 class ToolDecl(_Strict):
     """A tool of the domain: what it reads and which fields its result shows."""
 
@@ -160,6 +199,12 @@ class ToolDecl(_Strict):
                                 "2h); null: never stale. Only volatile fields go stale")
     default: bool = Field(default=True, description="Offered in every scenario of the domain "
                           "unless a scenario's world.tools says otherwise")
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="The JSON Schema of its arguments as the model is offered "
+        "it (default: the key argument and user_id, described from the labels)")
+    list_key: str = Field(default="entries", description="A list tool's result field holding "
+                          "the entries")
+    history: HistoryDecl | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ToolDecl:
@@ -221,7 +266,7 @@ class DomainFile(_Strict):
         types = self.types()
         for name, spec in types.items():
             # Filler must show no id: it would become a referent the scenario never declared.
-            found = _in_filler(spec.id.source())
+            found = _in_filler(spec.id.finder())
             if found is not None:
                 where_ = ("user",) if name == USER else ("entities", name)
                 out.append(((*where_, "id"), f"the id pattern matches {found[0]!r} in the "
@@ -239,7 +284,7 @@ class DomainFile(_Strict):
                             f"domain's: {', '.join(types)}"))
                 continue
             for i, f in enumerate(t.returns):
-                if f not in types[target].fields:
+                if f not in types[target].fields and not (t.history and f == t.history.field):
                     out.append((("tools", tname, "returns", i),
                                 f"{target} has no field {f!r}; its fields: "
                                 f"{', '.join(types[target].fields) or 'none'}"))
@@ -322,9 +367,9 @@ def _timeline_problems(spec: EntitySpec, events: Any, at: Loc) -> list[tuple[Loc
     return out
 
 
-def _in_filler(source: str) -> tuple[str, str] | None:
+def _in_filler(finder: str) -> tuple[str, str] | None:
     """What an id pattern finds in the filler's sentences (the match and its sentence)."""
-    pattern = re.compile(rf"(?<![A-Za-z0-9_])(?:{source})(?![A-Za-z0-9_])")
+    pattern = re.compile(finder)
     for sentence in SENTENCES:
         m = pattern.search(sentence)
         if m is not None and m.group(0):
@@ -360,8 +405,7 @@ class Domain:
     def patterns(self) -> dict[str, re.Pattern[str]]:
         """Per entity type, its id pattern anchored so that an id inside a longer token is not
         one (as the bundled world's O-\\d{4})."""
-        return {name: re.compile(rf"(?<![A-Za-z0-9_])(?:{t.id.source()})(?![A-Za-z0-9_])")
-                for name, t in self.types.items()}
+        return {name: re.compile(t.id.finder()) for name, t in self.types.items()}
 
     def key(self, etype: str) -> str:
         if etype == USER:
@@ -455,6 +499,25 @@ class Domain:
 
 def compile_domain(spec: DomainFile, path: str = "", sha256: str = "") -> Domain:
     return Domain(spec, path, sha256)
+
+
+BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "domains"
+
+
+@functools.lru_cache(maxsize=8)
+def bundled_domain(name: str) -> Domain:
+    """A bundled domain file, compiled (``commerce``: the bundled world's). A problem in it is
+    a defect of harnesslab, not bad input: it raises."""
+    import hashlib
+
+    import yaml
+
+    path = BUNDLED / f"{name}.domain.yaml"
+    raw = path.read_bytes()
+    spec = DomainFile.model_validate(yaml.safe_load(raw.decode("utf-8")))
+    if problems := spec.problems():
+        raise RuntimeError(f"{path}: {problems[0]}")
+    return compile_domain(spec, str(path), hashlib.sha256(raw).hexdigest())
 
 
 def entries_of(fields: Mapping[str, str]) -> tuple[str, ...]:

@@ -9,14 +9,12 @@ never by the fake model.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date, datetime, timedelta
 from itertools import pairwise
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,42 +23,13 @@ from pydantic import (
     model_validator,
 )
 
+from harnesslab.sim.domain import USER, Domain, bundled_domain
 from harnesslab.sim.draws import draw
-from harnesslab.sim.intents import ID_PATTERNS, NOT_ARRIVING, Slot
-
-_DURATION_RE = re.compile(r"^(\d+)\s*(s|m|h|d)$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+from harnesslab.sim.durations import AwareTime, format_duration, parse_duration
+from harnesslab.sim.intents import ID_PATTERNS, Slot
 
 
-def parse_duration(value: str | int | float | timedelta) -> timedelta:
-    """``"6h"``, ``"30m"``, ``"1d"``, ``"45s"`` or a number of seconds."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, int | float):
-        return timedelta(seconds=value)
-    m = _DURATION_RE.match(str(value).strip())
-    if not m:
-        raise ValueError(f"expected a duration such as 30m, 6h or 1d, got {value!r}")
-    return timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-
-
-def format_duration(td: timedelta) -> str:
-    s = int(td.total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if s % size == 0 and s >= size:
-            return f"{s // size}{unit}"
-    return f"{s}s"
-
-
-def _require_offset(v: datetime) -> datetime:
-    if v.tzinfo is None:
-        raise ValueError("needs a UTC offset, e.g. 2026-11-28T10:00:00+08:00")
-    return v
-
-
-# A time in a world file: ISO-8601 with an offset, since the world's truth and the harness's
-# hints are compared across timezones.
-AwareTime = Annotated[datetime, AfterValidator(_require_offset)]
+__all__ = ["AwareTime", "SimClock", "World", "WorldSpec", "format_duration", "parse_duration"]
 
 
 class _Strict(BaseModel):
@@ -152,16 +121,9 @@ class ToolSpec(_Strict):
         return v
 
 
-DEFAULT_MAX_AGE: dict[str, str | None] = {
-    "track_order": "6h", "get_user_profile": "30d", "search_kb": None,
-    "get_logistics_trace": "6h", "list_orders": "6h", "get_order": "6h",
-}
-# The business tools in the registry's order (``harnesslab.sim.tools.TOOLS``, which checks that
-# it defines exactly these): named here so that the world's spec needs nothing of the tools.
-TOOL_NAMES = ("track_order", "get_user_profile", "search_kb", "get_logistics_trace", "list_orders",
-              "get_order")
-# Every world offers these; any other tool is offered when the world lists it under ``tools``.
-CORE_TOOLS = ("track_order", "get_user_profile", "search_kb", "get_logistics_trace")
+def _commerce_tools() -> tuple[str, ...]:
+    """The bundled world's tools (its domain file's), in declared order."""
+    return tuple(bundled_domain("commerce").spec.tools)
 
 
 class WorldSpec(_Strict):
@@ -193,14 +155,15 @@ class WorldSpec(_Strict):
                 raise ValueError(f"order {oid} belongs to unknown user {o.user!r}")
         if self.data or (info.context or {}).get("domain"):
             return self  # the domain's tools and ids: checked with the domain (scenario.loader)
+        names = _commerce_tools()
         for name in self.tools:
-            if name not in TOOL_NAMES:
-                raise ValueError(f"unknown tool {name!r}; expected one of {', '.join(TOOL_NAMES)}")
+            if name not in names:
+                raise ValueError(f"unknown tool {name!r}; expected one of {', '.join(names)}")
         return self
 
     def offered(self) -> tuple[str, ...]:
-        """The tools this world offers, in the registry's order."""
-        return tuple(t for t in TOOL_NAMES if t in CORE_TOOLS or t in self.tools)
+        """The tools the bundled world offers (``World.offered`` for any domain's)."""
+        return World(self).offered()
 
     def with_tools(self, overrides: Mapping[str, Mapping[str, Any]], *,
                    domain: bool = False) -> WorldSpec:
@@ -213,9 +176,8 @@ class WorldSpec(_Strict):
         return WorldSpec.model_validate(data, context={"domain": domain})
 
     def max_age(self, tool: str) -> timedelta | None:
-        spec = self.tools.get(tool)
-        raw = spec.max_age if spec is not None else DEFAULT_MAX_AGE.get(tool)
-        return parse_duration(raw) if raw is not None else None
+        """A bundled world's tool's (``World.max_age`` for any domain's)."""
+        return World(self).max_age(tool)
 
 
 class SimClock:
@@ -234,41 +196,102 @@ class SimClock:
 
 
 class World:
-    """The running world: the spec plus a clock; answers what is true now."""
+    """The running world: its domain's instances (a declared domain's data with the
+    scenario's over it; the bundled world's users and orders in their short form), a clock,
+    the knowledge base, per tool a max_age and failures. Answers what is true now."""
 
-    def __init__(self, spec: WorldSpec, clock: SimClock | None = None) -> None:
+    def __init__(self, spec: WorldSpec, clock: SimClock | None = None,
+                 domain: Domain | None = None) -> None:
         self.spec = spec
         self.clock = clock or SimClock(spec.now)
+        self.domain = domain or bundled_domain("commerce")
+        merged: dict[str, dict[str, Mapping[str, Any]]] = {
+            t: dict(v) for t, v in self.domain.spec.data.items()}
+        for etype, instances in [*_short_form(spec).items(), *spec.data.items()]:
+            merged.setdefault(etype, {}).update(instances)
+        self.data = merged
+        self.kb = {**{k: (p.title, p.text, tuple(p.keywords))
+                      for k, p in self.domain.spec.kb.items()},
+                   **{k: (p.title, p.text, tuple(p.keywords)) for k, p in spec.kb.items()}}
+        # The bundled world's trace_events sets every generated history's length.
+        self.history_count = spec.trace_events if "trace_events" in spec.model_fields_set \
+            else None
 
-    def order_state(self, order_id: str, at: datetime | None = None) -> TimelineEvent | None:
-        """The latest timeline event not after ``at`` (default now); None before the first."""
-        when = at or self.clock.now()
-        order = self.spec.orders.get(order_id)
-        if order is None:
+    # --- what the bench reads -------------------------------------------------------------
+
+    def offered(self) -> tuple[str, ...]:
+        """The domain's tools in declared order: the default ones and those the scenario's
+        world lists under ``tools``."""
+        return tuple(n for n, t in self.domain.spec.tools.items()
+                     if t.default or n in self.spec.tools)
+
+    def max_age(self, tool: str) -> timedelta | None:
+        """A tool the scenario lists takes the max_age it states there (none: never stale);
+        else the domain's."""
+        spec = self.spec.tools.get(tool)
+        decl = self.domain.spec.tools.get(tool)
+        raw = spec.max_age if spec is not None else decl.max_age if decl is not None else None
+        return parse_duration(raw) if raw is not None else None
+
+    def ids(self) -> list[str]:
+        """Every id of the world (what entity fidelity compares against)."""
+        return sorted(i for instances in self.data.values() for i in instances)
+
+    def users(self) -> list[str]:
+        return list(self.data.get(USER, {}))
+
+    def owner(self, etype: str, iid: str) -> str | None:
+        if etype == USER:
+            return iid if iid in self.data.get(USER, {}) else None
+        rec = self.data.get(etype, {}).get(iid)
+        return str(rec["owner"]) if rec is not None and "owner" in rec else None
+
+    def private_values(self, user_id: str) -> tuple[str, ...]:
+        """The values of private fields of the user and of what the user owns: their
+        appearance in another user's session is a leak."""
+        out: list[str] = []
+        for etype, instances in self.data.items():
+            fields = self.domain.types[etype].fields
+            for iid, rec in instances.items():
+                if self.owner(etype, iid) != user_id:
+                    continue
+                for name, f in fields.items():
+                    if f.private:
+                        vals = [rec[name]] if name in rec else []
+                        vals += [ev[name] for ev in rec.get("timeline", ()) if name in ev]
+                        out += [v for v in vals if isinstance(v, str) and v and v not in out]
+        return tuple(out)
+
+    def state(self, etype: str, iid: str, at: datetime | None = None) -> dict[str, Any] | None:
+        """An instance's field values at ``at`` (default now): each field's initial value,
+        its static value over it, each timeline event up to then laid over those; then a
+        field unset by another's value, and an empty one taken from its owner's field. None
+        for an unknown id."""
+        rec = self.data.get(etype, {}).get(iid)
+        if rec is None:
             return None
-        state = None
-        for ev in order.timeline:
-            if ev.at <= when:
-                state = ev
-        return state
-
-    def order_eta(self, order_id: str, at: datetime | None = None) -> date | None:
-        """The latest ETA stated so far; None once the order will not arrive (cancelled,
-        returned, lost), whatever an earlier event expected."""
         when = at or self.clock.now()
-        order = self.spec.orders.get(order_id)
-        state = self.order_state(order_id, when)
-        if state is not None and state.status in NOT_ARRIVING:
-            return None
-        eta = None
-        for ev in order.timeline if order else []:
-            if ev.at <= when and ev.eta is not None:
-                eta = ev.eta
-        return eta
+        fields = self.domain.types[etype].fields
+        out = {k: f.initial for k, f in fields.items() if f.initial is not None}
+        out.update({k: v for k, v in rec.items() if k not in ("owner", "timeline")})
+        for ev in rec.get("timeline", ()):
+            if _aware(ev["at"]) <= when:
+                out.update({k: v for k, v in ev.items() if k != "at"})
+        for k, f in fields.items():
+            if any(out.get(other) in values for other, values in f.unset_when.items()):
+                out[k] = None
+            if f.default_from and not out.get(k):
+                owner = self.owner(etype, iid)
+                theirs = self.state(USER, owner, when) if owner else None
+                out[k] = (theirs or {}).get(f.default_from.removeprefix("owner."))
+        return out
 
-    def ship_to(self, order_id: str) -> str:
-        order = self.spec.orders[order_id]
-        return order.ship_to or self.spec.users[order.user].address
+    def started(self, etype: str, iid: str) -> datetime:
+        """When an instance's history starts: its first timeline event (else the world's
+        start)."""
+        rec = self.data.get(etype, {}).get(iid) or {}
+        timeline = rec.get("timeline") or ()
+        return _aware(timeline[0]["at"]) if timeline else self.spec.now
 
     def failure(self, tool: str, key: str, args_json: str, seed: int) -> str | None:
         """The error kind a declared failure gives this call now, or None: the first failure of
@@ -286,21 +309,23 @@ class World:
             return f.kind
         return None
 
-    def private_values(self, user_id: str) -> tuple[str, ...]:
-        """The strings whose appearance outside the user's own session is a leak."""
-        u = self.spec.users.get(user_id)
-        return (u.phone, u.address) if u else ()
 
-    def max_age(self, tool: str) -> timedelta | None:
-        return self.spec.max_age(tool)
+def _aware(v: Any) -> datetime:
+    return v if isinstance(v, datetime) else datetime.fromisoformat(str(v))
 
-    def offered(self) -> tuple[str, ...]:
-        """The tools this world offers, in the registry's order."""
-        return self.spec.offered()
 
-    def ids(self) -> list[str]:
-        """Every id of the world (what entity fidelity compares against)."""
-        return sorted([*self.spec.orders, *self.spec.users])
-
-    def users(self) -> list[str]:
-        return list(self.spec.users)
+def _short_form(spec: WorldSpec) -> dict[str, dict[str, dict[str, Any]]]:
+    """The bundled world's users and orders (``world.users``, ``world.orders``) as the data of
+    its domain's types user and order."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    if spec.users:
+        out[USER] = {u: {"name": v.name, "phone": v.phone, "address": v.address}
+                     for u, v in spec.users.items()}
+    if spec.orders:
+        out["order"] = {o: {"owner": v.user, "items": list(v.items), "ship_to": v.ship_to,
+                            "timeline": [{"at": ev.at, "status": ev.status,
+                                          "location": ev.location,
+                                          **({"eta": ev.eta} if ev.eta is not None else {})}
+                                         for ev in v.timeline]}
+                        for o, v in spec.orders.items()}
+    return out

@@ -46,7 +46,7 @@ def test_the_example_domain_and_scenario_load() -> None:
 
 @pytest.mark.parametrize(("old", "new", "needle", "field", "problem"), [
     ("type: enum", "type: colour", "type: colour", "entities.ticket.fields.status.type",
-     "Input should be 'string', 'enum', 'date', 'datetime', 'number' or 'boolean'"),
+     "Input should be 'string', 'enum', 'date', 'datetime', 'number', 'boolean' or 'list'"),
     ("pattern: 'INC-\\d{4}'", "pattern: 'INC-\\d{3}'", "    INC-1001:", "data.ticket.INC-1001",
      "id 'INC-1001' does not match the pattern 'INC-\\\\d{3}' of ticket"),
     ("returns: [title, status, assignee, due]", "returns: [title, status, priority]",

@@ -11,10 +11,10 @@ import pytest
 
 from harnesslab.messages import Message, Request, TextBlock, ToolCallBlock, ToolResultBlock
 from harnesslab.scenario.domains import load_domain
-from harnesslab.sim.domain_world import DomainToolBox, DomainWorld
 from harnesslab.sim.intents import FIRST, LAST, REF, Act, Intent, current_time_text
 from harnesslab.sim.model import FakeModel
-from harnesslab.sim.world import WorldSpec
+from harnesslab.sim.tools import ToolBox as DomainToolBox
+from harnesslab.sim.world import World, WorldSpec
 
 DOMAIN = load_domain(Path(__file__).resolve().parents[2] / "examples" / "helpdesk" /
                      "helpdesk.domain.yaml")
@@ -22,10 +22,10 @@ TZ = timezone(timedelta(hours=8))
 START = datetime(2026, 12, 1, 9, 0, tzinfo=TZ)
 
 
-def world(**data: object) -> DomainWorld:
+def world(**data: object) -> World:
     spec = WorldSpec.model_validate({"now": START.isoformat(), "data": data},
                                     context={"domain": True})
-    return DomainWorld(spec, DOMAIN)
+    return World(spec, domain=DOMAIN)
 
 
 def run(tools: DomainToolBox, name: str, args: dict[str, str], user: str = "E-101") -> dict:
