@@ -28,7 +28,6 @@ from harnesslab.sim.draws import draw
 from harnesslab.sim.durations import AwareTime, format_duration, parse_duration
 from harnesslab.sim.intents import ID_PATTERNS, Slot
 
-
 __all__ = ["AwareTime", "SimClock", "World", "WorldSpec", "format_duration", "parse_duration"]
 
 
