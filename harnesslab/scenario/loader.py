@@ -82,6 +82,10 @@ def _domain_errors(sc: Scenario, d: Domain) -> tuple[Errs, set[str], tuple[str, 
     """A declared domain's: the scenario's data, tools, lexicon and resolves checked against
     what the domain file declares; its users and its tools."""
     errs: Errs = [(loc, why) for loc, why in d.spec.problems(sc.world.data, ("world", "data"))]
+    for short in ("users", "orders"):
+        if getattr(sc.world, short) and d.name != "commerce":
+            errs.append((("world", short), f"{short} is the bundled world's short form; a "
+                         f"declared domain's instances go under world.data"))
     world = sc.make_world() if not errs else None
     users = set(sc.users())
     if sc.session.user not in users:

@@ -112,6 +112,9 @@ def test_a_scenario_naming_a_missing_domain(tmp_path: Path) -> None:
     ("{act: ask, entity: ticket, field: assignee}", "{act: ask_eta, order: '@ref'}",
      "lexicon.那现在谁在处理？.act", "act ask_eta is the bundled e-commerce world's; a domain's "
      "acts: ask, list, ask_policy, set_constraint, chitchat"),
+    ('now: "2026-12-01T10:00:00+08:00"', 'now: "2026-12-01T10:00:00+08:00"\n  users: {U-1: '
+     '{name: x, phone: "1", address: y}}', "world.users", "users is the bundled world's short "
+     "form; a declared domain's instances go under world.data"),
     ("session: {user: E-101}", "session: {user: U-1}", "session.user",
      "unknown user 'U-1'; the domain's: E-101, E-102"),
     ("resolves: {ticket: INC-1001}, max_chars", "resolves: {order: INC-1001}, max_chars",
