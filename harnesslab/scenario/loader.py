@@ -19,9 +19,8 @@ from harnesslab.scenario.steps import (
     step_checks,
 )
 from harnesslab.scenario.yamlfile import loc_text, node_line, read_yaml, validation_message
-from harnesslab.sim.domain import USER, Domain
+from harnesslab.sim.domain import USER, Domain, bundled_domain
 from harnesslab.sim.intents import (
-    ACT_NEEDS,
     ITEM,
     REF,
     Act,
@@ -35,19 +34,15 @@ Errs = list[tuple[tuple[int | str, ...], str]]
 
 
 def _world_errors(sc: Scenario) -> tuple[Errs, set[str], tuple[str, ...]]:
-    """The bundled world's lexicon and session problems, its users and its tools."""
-    from harnesslab.sim.tools import TOOLS
-
+    """The bundled world's (its short form: world.users, world.orders): its session, the
+    orders and items the lexicon names, then the lexicon as any domain's."""
+    d = bundled_domain("commerce")
     errs: Errs = []
     users, orders = sc.world.users, sc.world.orders
     if sc.session.user not in users:
         errs.append((("session", "user"), f"unknown user {sc.session.user!r}"))
     items = {item_name(i) for o in orders.values() for i in o.items}
-    offered = sc.world.offered()
     for utt, it in sc.lexicon.items():
-        if it.act in (Act.ASK, Act.LIST):
-            errs.append((("lexicon", utt, "act"), f"act {it.act.value} is a declared domain's "
-                         f"(the scenario's domain); the bundled world's acts ask for orders"))
         if it.order is not None and it.order.startswith(ITEM) and \
                 item_name(it.order[len(ITEM):]) not in items:
             errs.append((("lexicon", utt, "order"), f"no order holds the item "
@@ -56,26 +51,16 @@ def _world_errors(sc: Scenario) -> tuple[Errs, set[str], tuple[str, ...]]:
         elif it.order is not None and not is_reference(it.order) and it.order != REF \
                 and it.order not in orders:
             errs.append((("lexicon", utt, "order"), f"unknown order {it.order!r}"))
-        needs = ACT_NEEDS[it.act]
-        if needs is not None and needs[1] not in offered:
-            errs.append((("lexicon", utt, "act"), f"act {it.act.value} needs the tool "
-                         f"{needs[1]}, which the world does not offer (add it under world.tools)"))
-        if it.user not in (None, REF) and it.user not in users:
-            errs.append((("lexicon", utt, "user"), f"unknown user {it.user!r}"))
     if sc.world.data:
         errs.append((("world", "data"), "data is for a declared domain's instances (name the "
                      "domain with domain:); the bundled world declares users and orders"))
-    for i, step in enumerate(sc.steps):
-        resolves = step.expect.resolves if isinstance(step, UserStep) else None
-        for k in resolves or {}:
-            if k not in ("order", "user"):
-                errs.append((("steps", i, "expect", "resolves", k),
-                             f"unknown slot {k!r}; expected order or user"))
-    return errs, set(users), tuple(TOOLS)
+    world = sc.make_world()
+    errs += _lexicon_errors(sc, d, world, set(users))
+    return errs, set(users), tuple(d.spec.tools)
 
 
-# The acts a declared domain's lexicon may use.
-_DOMAIN_ACTS = (Act.ASK, Act.LIST, Act.ASK_POLICY, Act.SET_CONSTRAINT, Act.CHITCHAT)
+# The acts every domain has; a domain file may declare more (acts:).
+_GENERIC_ACTS = (Act.ASK, Act.LIST, Act.ASK_POLICY, Act.SET_CONSTRAINT, Act.CHITCHAT)
 
 
 def _domain_errors(sc: Scenario, d: Domain) -> tuple[Errs, set[str], tuple[str, ...]]:
@@ -96,17 +81,27 @@ def _domain_errors(sc: Scenario, d: Domain) -> tuple[Errs, set[str], tuple[str, 
         if name not in d.spec.tools:
             errs.append((("world", "tools", name), f"unknown tool {name!r}; the domain's: "
                          f"{', '.join(tools)}"))
-    offered = world.offered() if world is not None else tools
+    return errs + _lexicon_errors(sc, d, world, users), users, tools
+
+
+def _lexicon_errors(sc: Scenario, d: Domain, world: World | None, users: set[str]) -> Errs:
+    """The lexicon and the resolves checks against the domain: acts it has, types, fields and
+    instances it declares, the tools each act needs offered."""
+    errs: Errs = []
+    offered = world.offered() if world is not None else tuple(d.spec.tools)
     for utt, it in sc.lexicon.items():
         at = ("lexicon", utt)
-        if it.act not in _DOMAIN_ACTS:
-            errs.append(((*at, "act"), f"act {it.act.value} is the bundled e-commerce world's; "
-                         f"a domain's acts: {', '.join(a.value for a in _DOMAIN_ACTS)}"))
+        act = d.spec.acts.get(str(it.act))
+        if act is None and it.act not in _GENERIC_ACTS:
+            errs.append(((*at, "act"), f"unknown act {str(it.act)!r}; the domain's: "
+                         f"{', '.join([*(str(a) for a in _GENERIC_ACTS), *d.spec.acts])}"))
             continue
         if it.user not in (None, REF) and it.user not in users:
             errs.append(((*at, "user"), f"unknown user {it.user!r}"))
         need: str | None = None
-        if it.act is Act.ASK_POLICY:
+        if act is not None:
+            need = act.tool
+        elif it.act is Act.ASK_POLICY:
             need = d.kb_tool()
             if need is None:
                 errs.append(((*at, "act"), "the domain declares no knowledge-base tool (kb: true)"))
@@ -125,7 +120,7 @@ def _domain_errors(sc: Scenario, d: Domain) -> tuple[Errs, set[str], tuple[str, 
                 errs += _ask_errors(it.id, it.field or "", etype, d, world, at)
                 need = d.reader(etype, it.field or "")
         if need is not None and need not in offered:
-            errs.append(((*at, "act"), f"act {it.act.value} needs the tool {need}, which the "
+            errs.append(((*at, "act"), f"act {it.act} needs the tool {need}, which the "
                          f"world does not offer (add it under world.tools)"))
     for i, step in enumerate(sc.steps):
         resolves = step.expect.resolves if isinstance(step, UserStep) else None
@@ -133,7 +128,7 @@ def _domain_errors(sc: Scenario, d: Domain) -> tuple[Errs, set[str], tuple[str, 
             if k not in d.types:
                 errs.append((("steps", i, "expect", "resolves", k), f"unknown entity type "
                              f"{k!r}; the domain's: {', '.join(d.types)}"))
-    return errs, users, tools
+    return errs
 
 
 def _ask_errors(ident: str | None, field: str, etype: str, d: Domain, world: World | None,

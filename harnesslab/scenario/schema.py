@@ -83,7 +83,10 @@ def _slot_value(slot: Slot, v: str | None) -> str | None:
 class IntentSpec(_Strict):
     """What an utterance means: the lexicon entry the fake model looks up verbatim."""
 
-    act: Act
+    act: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="What the utterance asks: a "
+                     "generic act (ask, list, ask_policy, set_constraint, chitchat) or one the "
+                     "domain declares (the bundled world's: order_status, ask_eta, ask_wait, "
+                     "ask_trace, ask_ship_to, list_orders, ask_address, ask_phone)")
     order: str | None = Field(default=None, description="An order id, or a reference resolved "
                               "from the request: @ref (the latest visible order), @first / @last "
                               "(of the latest visible order list), @item:<name> (the order a "
@@ -104,15 +107,15 @@ class IntentSpec(_Strict):
     def _domain_act(self) -> IntentSpec:
         if self.act in (Act.ASK, Act.LIST):
             if self.entity is None:
-                raise ValueError(f"act {self.act.value} names the entity type (entity)")
-            if self.act is Act.ASK and self.field is None:
+                raise ValueError(f"act {self.act} names the entity type (entity)")
+            if self.act == Act.ASK and self.field is None:
                 raise ValueError("act ask names the field asked (field)")
-            if self.act is Act.LIST and (self.id is not None or self.field is not None):
+            if self.act == Act.LIST and (self.id is not None or self.field is not None):
                 raise ValueError("act list takes only entity (the acting user's are listed)")
             if self.order is not None:
-                raise ValueError(f"act {self.act.value} takes entity and id, not order")
-        elif self.entity is not None or self.id is not None or self.field is not None:
-            raise ValueError("entity, id and field are for a declared domain's acts (ask, list)")
+                raise ValueError(f"act {self.act} takes entity and id, not order")
+        elif self.entity is not None or self.field is not None:
+            raise ValueError("entity and field are for the generic acts ask and list")
         return self
 
     @field_validator("order")
@@ -130,9 +133,11 @@ class IntentSpec(_Strict):
     def to_intent(self) -> Intent:
         # An ask names the instance discussed unless it says which; of the users, the acting
         # one (an omitted user_id).
-        ident = self.id if self.id is not None or self.act is not Act.ASK \
+        ident = self.id if self.id is not None or self.act != Act.ASK \
             or self.entity == "user" else REF
-        return Intent(self.act, self.order, self.user, self.topic, tuple(self.constraints),
+        # A generic act is its enum member (compared by identity); a domain's keeps its name.
+        act: Act | str = Act(self.act) if self.act in Act._value2member_map_ else self.act
+        return Intent(act, self.order, self.user, self.topic, tuple(self.constraints),
                       tuple(c.to_claim() for c in self.claims), self.entity, ident, self.field)
 
 

@@ -23,7 +23,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harnesslab.sim.durations import parse_duration
-from harnesslab.sim.facts import Vocab
 from harnesslab.sim.filler import SENTENCES
 
 __all__ = ["USER", "Domain", "DomainFile", "EntitySpec", "FieldSpec", "ToolDecl"]
@@ -34,7 +33,7 @@ USER = "user"
 USER_KEY = "user_id"
 # Keys a record or a tool result uses itself; a declared field may not take them.
 _RESERVED = frozenset({"tool", "as_of", "error", "code", "owner", "timeline", "entries",
-                       "truncated", USER_KEY})
+                       "truncated", "rows", "id", "count", USER_KEY})
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 FieldType = Literal["string", "enum", "date", "datetime", "number", "boolean", "list"]
 Lang = Literal["zh", "en"]
@@ -162,6 +161,13 @@ class EntitySpec(_Strict):
     key: str | None = Field(default=None, description="The argument and result field that names "
                             "an instance (default <type>_id; the user type's is user_id)")
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
+    which: dict[Lang, str] = Field(default_factory=dict, description="The question asking "
+                                   "which one is meant (default: from the label)")
+    some: dict[Lang, str] = Field(default_factory=dict, description="A summary's words for one "
+                                  "not named (default: from the label)")
+    paraphrase: dict[Lang, str] = Field(default_factory=dict, description="What a lossy "
+                                        "summary writes instead of an id (default: from the "
+                                        "label)")
 
     @field_validator("fields")
     @classmethod
@@ -216,6 +222,46 @@ class ToolDecl(_Strict):
         return self
 
 
+class RuleDecl(_Strict):
+    """One answer of an act: its words, when every condition holds. Conditions: <field>:
+    [values] (the fact's value is one of them); missing / present: [fields] (a date field
+    is present when it is a date); partial: true|false (the result was cut); dated: true (the
+    request states now, or the fact its as_of); after: {<date field>: days} (later than that
+    many days after now, or the fact's as_of)."""
+
+    when: dict[str, Any] = Field(default_factory=dict)
+    zh: str
+    en: str
+    read: bool = Field(default=True, description="A summary reads this answer back as a fact")
+
+
+Why = Literal["failed", "not_found", "forbidden", "not_offered"]
+
+
+class ActDecl(_Strict):
+    """A named act of the domain: what a user turn asks, which tool looks it up, and the
+    answer's words. Templates name {id} (the instance), the fact's {<field>}, an enum's
+    {<field>.label}; a list act's {count} and {entries} ({id} and fields in entry)."""
+
+    entity: str = Field(description="The type of what the turn names (user: a user, the "
+                        "acting one unless named)")
+    tool: str = Field(description="The tool that looks it up")
+    requires: list[str] = Field(default_factory=list, description="Fields the fact must give; "
+                                "else the model says it could not check")
+    answers: list[RuleDecl] = Field(min_length=1, description="The first whose conditions "
+                                    "hold answers; none: could not check")
+    entry: dict[Lang, str] = Field(default_factory=dict, description="A list act's one entry")
+    empty: dict[Lang, str] = Field(default_factory=dict, description="A list act's answer when "
+                                   "it lists nothing")
+    goal: dict[Lang, str] = Field(description="How a summary states the user's request: {id} "
+                                  "(or the type's some), {who} (the user named, or their own)")
+    unable: dict[Why, dict[Lang, str]] = Field(
+        default_factory=dict, description="The could-not-check answer per reason, {id} the "
+        "instance (failed stands for a reason not listed)")
+    read: bool = Field(default=True, description="Its answers are read back as facts (false: "
+                       "one field of a profile would stand for the whole profile)")
+
+
 class PolicyDecl(_Strict):
     title: str
     text: str
@@ -238,6 +284,12 @@ class DomainFile(_Strict):
         default_factory=dict, description="Instances per entity type (user for the users), by "
         "id: field values; an instance of another type names its owner (a user id); volatile "
         "fields may change over a timeline: [{at: ISO time, <field>: value}]")
+    acts: dict[str, ActDecl] = Field(
+        default_factory=dict, description="Named acts beyond the generic ones (ask, list, "
+        "ask_policy, set_constraint, chitchat), with their own answers")
+    tags: list[str] | None = Field(
+        default=None, description="The fields a summary's fact tag keeps, in this order "
+        "(default: every tool's returns)")
 
     @field_validator("name")
     @classmethod
@@ -385,7 +437,7 @@ def _time(v: Any) -> datetime | None:
     return t if t.tzinfo is not None else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one compiled domain is one thing: hashed by identity
 class Domain:
     """A compiled domain: what the fake model, the tools and the checks read of it."""
 
@@ -464,32 +516,6 @@ class Domain:
     def id_type(self, value: str) -> str | None:
         """The entity type whose pattern ``value`` matches whole (the first declared)."""
         return next((n for n, p in self.patterns.items() if p.fullmatch(value)), None)
-
-    @cached_property
-    def vocab(self) -> Vocab:
-        """What the fake model's reader recognises of this domain."""
-        lists = frozenset((n, t.lists) for n, t in self.spec.tools.items() if t.lists)
-        return Vocab(self.patterns, self.fact_keys, {self.key(t): t for t in self.types}, lists,
-                     {n: self.tag_fields(n) for n in self.spec.tools}, self._prose())
-
-    def _prose(self) -> tuple[tuple[str, re.Pattern[str], str], ...]:
-        """The fake model's answer to an ask, per type, field and locale, as a pattern
-        (``harnesslab.sim.declared.content`` writes them)."""
-        out = []
-        for etype, spec in self.types.items():
-            ident = rf"(?P<id>{self.patterns[etype].pattern})"
-            for name in spec.fields:
-                tool = self.reader(etype, name)
-                if tool is None:
-                    continue
-                zh, en = self.label(etype, "zh"), self.label(etype, "en")
-                fzh, fen = self.field_label(etype, name, "zh"), self.field_label(etype, name, "en")
-                head = en[:1].upper() + en[1:]
-                out.append((tool, re.compile(rf"{re.escape(zh)} {ident} 的{re.escape(fzh)}："
-                                             rf"(?P<value>[^。\n]+)。"), name))
-                out.append((tool, re.compile(rf"{re.escape(head)} {ident}: {re.escape(fen)} is "
-                                             rf"(?P<value>[^\n]+?)\.(?=\s|$)"), name))
-        return tuple(out)
 
     def header(self) -> dict[str, Any]:
         """What a run record states of the domain (its judges read ids by these patterns)."""

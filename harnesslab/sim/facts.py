@@ -10,37 +10,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from harnesslab.messages import ToolResultBlock, block_texts
-from harnesslab.sim.intents import ID_PATTERNS, Slot, ToolError, parse_time
+from harnesslab.sim.intents import ToolError, parse_time
+from harnesslab.sim.vocab import ListShape, Vocab, bundled
 
-# The field of a tool result that names what the fact is about.
-FACT_KEYS: dict[str, str] = {"track_order": "order_id", "get_logistics_trace": "order_id",
-                             "get_user_profile": "user_id", "search_kb": "topic",
-                             "list_orders": "user_id", "get_order": "order_id"}
-
-
-@dataclass(frozen=True)
-class Vocab:
-    """What a reader recognises of a world: each entity type's id pattern, per tool the
-    result field naming what a fact is about, and per such field its entity type. The bundled
-    world's is ``COMMERCE``; a declared domain's is ``sim.domain.Domain.vocab``."""
-
-    patterns: Mapping[str, re.Pattern[str]]
-    keys: Mapping[str, str]
-    key_types: Mapping[str, str]
-    lists: frozenset[tuple[str, str]] = frozenset()  # (tool, entity type it lists)
-    # Per tool, the fields a summary's fact tag keeps (the bundled world's: summarizer's own).
-    tag_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    # A declared domain's answers in the fake model's own words, read back as facts (the
-    # bundled world's are sim.prose's): (tool, pattern with groups id and value, field).
-    prose: tuple[tuple[str, re.Pattern[str], str], ...] = ()
-
-
-COMMERCE = Vocab(ID_PATTERNS, FACT_KEYS, {"order_id": Slot.ORDER, "user_id": Slot.USER})
 # How an error that states no code is read, by its wording (a harness's own refusal has none).
 _ERROR_WORDS: tuple[tuple[ToolError, re.Pattern[str]], ...] = (
     (ToolError.UNAVAILABLE, re.compile(r"unavailable|time[sd]? ?out|try again|暂时|稍后", re.I)),
@@ -63,10 +40,12 @@ class Fact:
     """A visible fact: a tool result, a ``[fact:...]`` tag, or (read by the summarizer only)
     an answer's prose in the fake model's own wording (``harnesslab.sim.prose``).
 
-    ``fields`` are its scalar fields as text; lists become text too: ``items`` joined by ``+``,
-    ``orders`` (an order list) as ``O-2001:skateboard+pads,O-2002:headphones`` (the form a
-    summary's tag carries), ``events`` as their count. A result that is not JSON (cut by a
-    harness) has ``truncated=true``: what it shows is only part of what the tool returned.
+    ``fields`` are its scalar fields as text; lists become text too: a list of values joined
+    by ``+`` (``items``), a list tool's entries as ``O-2001:skateboard+pads,O-2002:headphones``
+    (each id with its list field's values: the form a summary's tag carries), a generated
+    history (``events``) as its count. A result that is not JSON (cut by a harness) has
+    ``truncated=true``: what it shows is only part of what the tool returned. ``entries``: a
+    list result's, each (id, its list field's values), in order.
     """
 
     tool: str
@@ -77,6 +56,7 @@ class Fact:
     error: bool
     position: int
     source: Literal["tool_result", "tag", "prose"]
+    entries: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -96,36 +76,17 @@ class Fact:
 
     @property
     def listed(self) -> tuple[str, ...]:
-        """A declared domain's list result: the ids it lists, in order."""
-        raw = self.fields.get("entries", "")
-        return tuple(p for p in raw.split(",") if p)
+        """A list result's ids, in order."""
+        return tuple(i for i, _ in self.entries)
 
     def rows(self) -> list[dict[str, Any]]:
-        """A declared domain's list result: its entries as the tool gave them (none when cut
-        or read from a tag, which keeps only the ids)."""
+        """A list result's entries as the tool gave them (none when cut or read from a tag or
+        an answer, which keep only the ids)."""
         try:
             rows = json.loads(self.fields.get("rows", "[]"))
         except json.JSONDecodeError:
             return []
         return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-
-    @property
-    def entries(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """An order list's entries in order, each (order id, items)."""
-        out = []
-        for part in self.fields.get("orders", "").split(","):
-            oid, _, items = part.partition(":")
-            if ID_PATTERNS[Slot.ORDER].fullmatch(oid):
-                out.append((oid, tuple(i for i in items.split("+") if i)))
-        return tuple(out)
-
-    def items_of(self) -> list[tuple[str, tuple[str, ...]]]:
-        """What this fact says orders hold: its list's entries, or its own order's items."""
-        if "orders" in self.fields:
-            return list(self.entries)
-        if self.key and "items" in self.fields:
-            return [(self.key, tuple(i for i in self.fields["items"].split("+") if i))]
-        return []
 
     def to_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "key": self.key,
@@ -144,34 +105,57 @@ def item_name(name: str) -> str:
     return re.sub(r"\s+", "_", name.strip()).casefold()
 
 
-def _orders_text(orders: list[Any]) -> str:
+def _entries_text(rows: list[Any], shape: ListShape) -> str:
+    """A list tool's entries as a summary's tag carries them: each id, with ``:`` and its list
+    field's values joined by ``+`` when the entries have one."""
     out = []
-    for o in orders:
-        if isinstance(o, dict) and isinstance(o.get("order_id"), str):
-            items = o.get("items")
+    for o in rows:
+        if isinstance(o, dict) and isinstance(o.get(shape.id_field), str):
+            if shape.list_field is None:
+                out.append(o[shape.id_field])
+                continue
+            items = o.get(shape.list_field)
             items = items if isinstance(items, list) else []
-            out.append(o["order_id"] + ":" + "+".join(item_name(str(i)) for i in items))
+            out.append(o[shape.id_field] + ":" + "+".join(item_name(str(i)) for i in items))
     return ",".join(out)
 
 
-def _result_fields(text: str) -> dict[str, str]:
+def entries_of(encoded: str, pattern: re.Pattern[str] | None) -> tuple[
+        tuple[str, tuple[str, ...]], ...]:
+    """``_entries_text``'s form read back: (id, values) per entry whose id ``pattern`` matches
+    whole."""
+    out = []
+    for part in encoded.split(","):
+        oid, _, items = part.partition(":")
+        if oid and (pattern is None or pattern.fullmatch(oid)):
+            out.append((oid, tuple(i for i in items.split("+") if i)))
+    return tuple(out)
+
+
+def _scalars(v: list[Any]) -> bool:
+    return all(isinstance(i, str | int | float) and not isinstance(i, bool) for i in v)
+
+
+def _result_fields(text: str, vocab: Vocab) -> dict[str, str]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         data = None
     if isinstance(data, dict):
         fields = {k: s for k, v in data.items() if (s := _scalar(v)) is not None}
-        if isinstance(data.get("events"), list):
-            fields["events"] = str(len(data["events"]))
-        if isinstance(data.get("items"), list):
-            fields["items"] = "+".join(item_name(str(i)) for i in data["items"])
-        if isinstance(data.get("orders"), list):
-            fields["orders"] = _orders_text(data["orders"])
-        if isinstance(data.get("entries"), list):
-            # A declared domain's list: each entry opens with the key naming it.
-            rows = [e for e in data["entries"] if isinstance(e, dict) and e]
-            fields["entries"] = ",".join(str(next(iter(e.values()))) for e in rows)
-            fields["rows"] = json.dumps(rows, ensure_ascii=False)
+        for k, v in data.items():
+            if isinstance(v, list) and k in vocab.histories:
+                fields[k] = str(len(v))
+        for k, v in data.items():
+            if isinstance(v, list) and k not in vocab.histories and v and _scalars(v):
+                fields[k] = "+".join(item_name(str(i)) for i in v)
+            elif isinstance(v, list) and k not in vocab.histories and not v:
+                fields.setdefault(k, "")
+        for shape in vocab.lists.values():
+            rows = data.get(shape.key)
+            if isinstance(rows, list):
+                fields[shape.key] = _entries_text(rows, shape)
+                fields["rows"] = json.dumps(rows, ensure_ascii=False)
         return fields
     fields = {"truncated": "true"}
     for m in _PAIR_RE.finditer(text):
@@ -183,9 +167,10 @@ def _result_fields(text: str) -> dict[str, str]:
             continue
         if s is not None:
             fields[m.group(1)] = s
-    _, sep, tail = text.partition('"events"')
-    if sep:
-        fields["events"] = str(len(_EVENT_RE.findall(tail)))
+    for h in sorted(vocab.histories):
+        _, sep, tail = text.partition(f'"{h}"')
+        if sep:
+            fields[h] = str(len(_EVENT_RE.findall(tail)))
     return fields
 
 
@@ -215,28 +200,43 @@ def _key_of(tool: str, fields: Mapping[str, str], args: Mapping[str, Any], text:
     return m.group(0) if m else None
 
 
-def result_reading(result: ToolResultBlock) -> tuple[str, dict[str, str]]:
+def result_reading(result: ToolResultBlock, vocab: Vocab | None = None
+                   ) -> tuple[str, dict[str, str]]:
     """A tool result's text and its fields: what does not depend on the call it answers (the
-    part a reader can keep while the result is in the context)."""
+    part a reader can keep while the result is in the context). ``vocab``: the world's (the
+    bundled one's by default)."""
     text = "\n".join(block_texts(result))
-    return text, _result_fields(text)
+    return text, _result_fields(text, vocab or bundled())
+
+
+def listing(tool: str, fields: Mapping[str, str], vocab: Vocab) -> tuple[
+        tuple[str, tuple[str, ...]], ...]:
+    """The entries a list tool's fact states (none for another tool's)."""
+    shape = vocab.lists.get(tool)
+    if shape is None or shape.key not in fields:
+        return ()
+    return entries_of(fields[shape.key], vocab.patterns.get(shape.etype))
 
 
 def result_fact(result: ToolResultBlock, args: Mapping[str, Any], position: int,
                 reading: tuple[str, Mapping[str, str]] | None = None,
-                vocab: Vocab = COMMERCE) -> Fact:
+                vocab: Vocab | None = None) -> Fact:
     """A tool result as a fact; ``args`` are its call's arguments (empty when not visible);
     ``reading`` its ``result_reading`` when already done."""
-    text, fields = reading or result_reading(result)
+    vocab = vocab or bundled()
+    text, fields = reading or result_reading(result, vocab)
     tool = fields.get("tool") or result.name
     return Fact(tool, _key_of(tool, fields, args, text, vocab), _asked(tool, args, vocab),
                 parse_time(fields.get("as_of", "")), fields,
-                result.is_error or "error" in fields, position, "tool_result")
+                result.is_error or "error" in fields, position, "tool_result",
+                listing(tool, fields, vocab))
 
 
-def tag_fact(body: str, position: int, vocab: Vocab = COMMERCE) -> Fact:
+def tag_fact(body: str, position: int, vocab: Vocab | None = None) -> Fact:
     """A ``[fact:<tool> k=v ...]`` tag's body as a fact."""
+    vocab = vocab or bundled()
     tool, _, rest = body.strip().partition(" ")
     fields = dict(_TAG_PAIR_RE.findall(rest))
-    return Fact(tool, _key_of(tool, fields, {}, "", vocab), None, parse_time(fields.get("as_of", "")),
-                fields, "error" in fields, position, "tag")
+    return Fact(tool, _key_of(tool, fields, {}, "", vocab), None,
+                parse_time(fields.get("as_of", "")), fields, "error" in fields, position, "tag",
+                listing(tool, fields, vocab))

@@ -1,8 +1,9 @@
-"""The intent vocabulary shared by scenarios, the fake model and adapters: closed sets of acts,
-entity slots, constraints and claims, and the published text forms (tags, markers, id patterns)
-by which the fake model recognises them in a request.
+"""The intent vocabulary shared by scenarios, the fake model and adapters: the generic acts,
+constraints and claims, and the published text forms (tags, markers, the bundled world's id
+patterns) by which the fake model recognises them in a request.
 
-Everything the fake model can understand is declared here; nothing else is understood.
+What a domain adds (its entity types, ids, tools, named acts and their words) is its domain
+file's (``harnesslab.sim.domain``); nothing else is understood.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from enum import StrEnum
 
 
 class Act(StrEnum):
+    # The bundled world's named acts (its domain file, commerce.domain.yaml, says what each
+    # looks up and how it is answered), named here for Python callers.
     ORDER_STATUS = "order_status"    # why hasn't it arrived / where is it
     ASK_ETA = "ask_eta"              # when will it arrive
     ASK_WAIT = "ask_wait"            # do I still have to wait (tomorrow)?
@@ -86,12 +89,6 @@ ID_PATTERNS: dict[str, re.Pattern[str]] = {
     Slot.USER: re.compile(r"(?<![A-Za-z0-9_])U-\d+(?![0-9])"),
 }
 
-# Order statuses (harnesslab.sim.world.OrderStatus) that end a delivery; the last three never
-# arrive.
-NOT_ARRIVING = frozenset({"cancelled", "returned", "lost"})
-TERMINAL = NOT_ARRIVING | {"delivered"}
-
-
 class ToolError(StrEnum):
     """Why a tool failed, as its result's ``code`` field states it (the fake model also reads
     the wording of an error that has no code, such as a harness's own refusal)."""
@@ -100,24 +97,6 @@ class ToolError(StrEnum):
     FORBIDDEN = "forbidden"      # not the acting user's, or another user_id than the session's
     UNAVAILABLE = "unavailable"  # the service behind the tool is down: try again later
     BAD_REQUEST = "bad_request"  # arguments missing or not JSON, an unknown tool
-
-# Which acts need which slot and which tool fact.
-ACT_NEEDS: dict[Act, tuple[Slot, str] | None] = {
-    Act.ORDER_STATUS: (Slot.ORDER, "track_order"),
-    Act.ASK_ETA: (Slot.ORDER, "track_order"),
-    Act.ASK_WAIT: (Slot.ORDER, "track_order"),
-    Act.ASK_ADDRESS: (Slot.USER, "get_user_profile"),
-    Act.ASK_PHONE: (Slot.USER, "get_user_profile"),
-    Act.ASK_POLICY: None,   # needs search_kb with the intent's topic
-    Act.ASK_TRACE: (Slot.ORDER, "get_logistics_trace"),
-    Act.LIST_ORDERS: (Slot.USER, "list_orders"),
-    Act.ASK_SHIP_TO: (Slot.ORDER, "get_order"),
-    Act.SET_CONSTRAINT: None,
-    Act.CHITCHAT: None,
-    Act.ASK: None,    # the domain's tool that reads the entity and returns the field
-    Act.LIST: None,   # the domain's tool that lists the entity type
-}
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -129,7 +108,7 @@ class Claim:
 class Intent:
     """The meaning of one user utterance, as the scenario lexicon declares it."""
 
-    act: Act
+    act: Act | str   # a generic act, or the name of one its domain declares
     order: str | None = None       # "O-1001", "@ref", "@first", "@last" or "@item:<name>"
     user: str | None = None        # "U-2" or "@ref"; None: the acting user (omitted argument)
     topic: str | None = None       # knowledge-base topic for ask_policy

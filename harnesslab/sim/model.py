@@ -20,19 +20,17 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from itertools import chain, cycle
 from typing import Any
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
 from harnesslab.sim.asks import asks_in
-from harnesslab.sim.declared import DeclaredNeed, need_of
+from harnesslab.sim.declared import DeclaredNeed, act_content, act_need, act_unable, need_of
 from harnesslab.sim.declared import content as declared_content
 from harnesslab.sim.declared import unable as declared_unable
-from harnesslab.sim.domain import USER, Domain
-from harnesslab.sim.facts import COMMERCE
+from harnesslab.sim.domain import USER, Domain, bundled_domain
 from harnesslab.sim.intents import (
-    ACT_NEEDS,
     FILE_READ_TOOL,
     FILE_WRITE_TOOL,
     MEMORY_DIR_RE,
@@ -55,6 +53,7 @@ from harnesslab.sim.summarizer import (
     summarize,
     summary_request,
 )
+from harnesslab.sim.vocab import vocab_of
 
 __all__ = ["BRIEF_MAX_CHARS", "LONG_MIN_CHARS", "FakeModel", "ModelReply", "SummarizerProfile",
            "draw", "serialize"]
@@ -74,12 +73,8 @@ _POLITE: dict[Lang, tuple[str, ...]] = {
 _CLARIFY: dict[tuple[str, Lang], str] = {
     ("utterance_not_found", "zh"): "抱歉，我没有理解您的意思，能再说一遍吗？",
     ("utterance_not_found", "en"): "Sorry, I did not understand. Could you say that again?",
-    ("order", "zh"): "请问您指的是哪个订单？",
-    ("order", "en"): "Which order do you mean?",
-    ("user", "zh"): "请问您指的是哪位用户？",
-    ("user", "en"): "Which user do you mean?",
 }
-_FIXED: dict[tuple[Act, Lang], str] = {
+_FIXED: dict[tuple[str, Lang], str] = {
     (Act.SET_CONSTRAINT, "zh"): "好的，我记下了，之后会照此回复。",
     (Act.SET_CONSTRAINT, "en"): "Noted, I will answer that way from now on.",
     (Act.CHITCHAT, "zh"): "不客气，还有什么可以帮您？",
@@ -131,148 +126,24 @@ def _fit(core: str, brief: bool, lang: Lang, fact: Fact | None) -> str:
     return text
 
 
-def _eta(fact: Fact) -> date | None:
-    try:
-        return date.fromisoformat(fact.fields.get("eta", ""))
-    except ValueError:
-        return None
-
-
-_ORDER_TOOLS = ("track_order", "get_logistics_trace", "get_order")
-# Per (why, what), the could-not-check sentence in zh and en; "{key}" is the order id. "failed"
-# is an error that says neither code nor a known wording, and a tool that failed for a reason
-# to come back later: the generic "try again later".
-_UNABLE: dict[tuple[str, str], tuple[str, str]] = {
-    ("failed", "order"): ("抱歉，暂时无法查询订单 {key}，请稍后再试。",
-                          "Sorry, I could not check order {key} right now. Please try again later."),
-    ("failed", "profile"): ("抱歉，暂时无法查询用户资料，请稍后再试。",
-                            "Sorry, I could not check the user profile right now. Please try again "
-                            "later."),
-    ("failed", "list"): ("抱歉，暂时无法查询您的订单列表，请稍后再试。",
-                         "Sorry, I could not check your orders right now. Please try again later."),
-    ("failed", "policy"): ("抱歉，暂时无法查询相关政策，请稍后再试。",
-                           "Sorry, I could not check the policy right now. Please try again later."),
-    ("not_found", "order"): ("抱歉，没有找到订单 {key}，请确认订单号是否正确。",
-                             "Sorry, I could not find order {key}. Please check the order number."),
-    ("not_found", "profile"): ("抱歉，没有找到该用户的资料。",
-                               "Sorry, I could not find that user's profile."),
-    ("not_found", "list"): ("抱歉，没有找到您的订单记录。", "Sorry, I could not find any orders for you."),
-    ("not_found", "policy"): ("抱歉，没有找到相关政策。", "Sorry, I could not find that policy."),
-    ("forbidden", "order"): ("抱歉，订单 {key} 不在您的账户下，我无法查询。",
-                             "Sorry, order {key} is not on your account, so I cannot look it up."),
-    ("forbidden", "profile"): ("抱歉，我只能查询您本人账户的资料。",
-                               "Sorry, I can only look up your own account."),
-    ("forbidden", "list"): ("抱歉，我只能查询您本人账户的订单。",
-                            "Sorry, I can only look up the orders on your own account."),
-    ("not_offered", "order"): ("抱歉，我目前没有办法查询订单 {key}。",
-                               "Sorry, I have no way to check order {key} right now."),
-    ("not_offered", "profile"): ("抱歉，我目前没有办法查询用户资料。",
-                                 "Sorry, I have no way to check the user profile right now."),
-    ("not_offered", "list"): ("抱歉，我目前没有办法查询您的订单列表。",
-                              "Sorry, I have no way to check your orders right now."),
-    ("not_offered", "policy"): ("抱歉，我目前没有办法查询相关政策。",
-                                "Sorry, I have no way to check the policy right now."),
-}
-# How an order that will not arrive is described: (zh, en).
-_NOT_ARRIVING: dict[str, tuple[str, str]] = {
-    "cancelled": ("已取消", "cancelled"), "returned": ("已退回", "returned to the sender"),
-    "lost": ("在运输中丢失", "lost in transit"),
+# The knowledge base's could-not-check sentences (zh, en), by why: a reason not listed is
+# "failed", the generic "try again later".
+_POLICY_UNABLE: dict[str, tuple[str, str]] = {
+    "failed": ("抱歉，暂时无法查询相关政策，请稍后再试。",
+               "Sorry, I could not check the policy right now. Please try again later."),
+    "not_found": ("抱歉，没有找到相关政策。", "Sorry, I could not find that policy."),
+    "not_offered": ("抱歉，我目前没有办法查询相关政策。",
+                    "Sorry, I have no way to check the policy right now."),
 }
 
 
-def _unable(need: _Need, why: str, lang: Lang) -> str:
-    """The could-not-check answer: why (not_found, forbidden, unavailable, not_offered or a
-    failure of unknown cause) for the kind of thing the act needed."""
-    what = "order" if need.tool in _ORDER_TOOLS else "profile" if need.tool == \
-        "get_user_profile" else "list" if need.tool == "list_orders" else "policy"
-    zh, en = _UNABLE.get((why, what)) or _UNABLE[("failed", what)]
-    return (zh if lang == "zh" else en).format(key=need.key)
-
-
-def _order_content(act: Act, o: str | None, fact: Fact, zh: bool,
-                   now: datetime | None) -> str | None:
+def _policy(fact: Fact, lang: Lang, brief: bool) -> str | None:
+    """A policy's answer: its title, then as much of its text as the length rule allows."""
     f = fact.fields
-    status = f.get("status")
-    if not status:
-        return None
-    eta = _eta(fact)
-    if act is Act.ASK_TRACE:
-        n = f.get("events")
-        if n is None:
-            return f"订单 {o} 当前状态：{status}。" if zh else f"Order {o} is {status}."
-        if fact.partial:
-            # A cut result shows only some events: say so rather than give a wrong count.
-            return (f"订单 {o} 的物流结果被截断，我只看到其中至少 {n} 条记录，当前状态：{status}。"
-                    if zh else f"Order {o}: the tracking result was truncated; I can see at "
-                    f"least {n} events. Current status: {status}.")
-        return (f"订单 {o} 共有 {n} 条物流记录，当前状态：{status}。" if zh
-                else f"Order {o} has {n} tracking events; current status: {status}.")
-    if status in _NOT_ARRIVING:
-        word = _NOT_ARRIVING[status][0 if zh else 1]
-        if act is Act.ASK_WAIT:
-            return (f"不用等了：订单 {o} {word}（{status}），不会送达。" if zh else
-                    f"No need to wait: order {o} has been {word} ({status}) and will not arrive.")
-        if act is Act.ASK_ETA:
-            return (f"订单 {o} {word}（{status}），不会送达。" if zh
-                    else f"Order {o} has been {word} ({status}); it will not arrive.")
-        return (f"订单 {o} {word}（{status}），不会再配送。" if zh
-                else f"Order {o} has been {word} ({status}); it will not be delivered.")
-    if act is Act.ASK_WAIT:
-        base = now or fact.as_of
-        if status == "delivered":
-            return f"订单 {o} 已签收，不用再等了。" if zh else f"Order {o} has been delivered."
-        if eta is not None and base is not None:
-            if eta > base.date() + timedelta(days=1):
-                return (f"要等，订单 {o} 预计 {eta} 送达（{status}）。" if zh
-                        else f"Yes, please wait: order {o} is expected on {eta} ({status}).")
-            return (f"订单 {o} 明天就能到（预计 {eta}，{status}）。" if zh
-                    else f"Order {o} should arrive by tomorrow ({eta}, {status}).")
-    if eta is None:
-        return (f"订单 {o} 当前状态：{status}，暂无预计送达日期。" if zh
-                else f"Order {o} is {status}; no delivery date yet.")
-    if act is Act.ASK_ETA:
-        return (f"订单 {o} 预计 {eta} 送达（{status}）。" if zh
-                else f"Order {o} should arrive on {eta} ({status}).")
-    return (f"订单 {o} 当前状态：{status}，预计 {eta} 送达。" if zh
-            else f"Order {o} is {status}; expected delivery {eta}.")
-
-
-def _content(act: Act, need: _Need, fact: Fact, lang: Lang, now: datetime | None,
-             brief: bool) -> str | None:
-    """The answer stating what ``fact`` gives, or None when it does not give what the act
-    needs (then the model says it could not check rather than invent a value)."""
-    f = fact.fields
-    zh = lang == "zh"
-    if act in (Act.ORDER_STATUS, Act.ASK_ETA, Act.ASK_WAIT, Act.ASK_TRACE):
-        return _order_content(act, need.key, fact, zh, now)
-    if act is Act.LIST_ORDERS:
-        if "orders" not in f:
-            return None
-        entries = fact.entries
-        if not entries:
-            return "您目前没有订单。" if zh else "You have no orders."
-        listed = [f"{o}（{'、'.join(i.replace('_', ' ') for i in items)}）" if zh else
-                  f"{o} ({', '.join(i.replace('_', ' ') for i in items)})" for o, items in entries]
-        return (f"您共有 {len(entries)} 个订单：{'，'.join(listed)}。" if zh
-                else f"You have {len(entries)} orders: {', '.join(listed)}.")
-    if act is Act.ASK_SHIP_TO:
-        ship_to = f.get("ship_to")
-        if not ship_to:
-            return None
-        return f"订单 {need.key} 寄往：{ship_to}。" if zh else f"Order {need.key} ships to {ship_to}."
-    if act in (Act.ASK_ADDRESS, Act.ASK_PHONE):
-        field = "address" if act is Act.ASK_ADDRESS else "phone"
-        name, value = f.get("name"), f.get(field)
-        if not name or not value:
-            return None
-        what = ("收货地址" if field == "address" else "联系电话") if zh else \
-            ("delivery address" if field == "address" else "phone number")
-        return f"{name}的{what}：{value}。" if zh else f"{name}'s {what}: {value}."
-    # ask_policy: the title, then as much of the text as the length rule allows
     title, text = f.get("title", ""), f.get("text", "")
     if not title and not text:
         return None
-    head = f"{title}：" if zh else f"{title}: "
+    head = f"{title}：" if lang == "zh" else f"{title}: "
     if brief:
         return head + text[:max(0, BRIEF_MAX_CHARS - len(head))]
     return head + text
@@ -362,10 +233,9 @@ class FakeModel:
         # Each message is read once while it stays in the requests (a cache, not a memory:
         # what it holds is a function of the message alone).
         # The scenario's zone: a time stated without one is read in it.
-        # A declared domain's ids, tools and answer words (None: the bundled world's).
-        self._domain = domain
-        self._reader = Reader(self._lexicon, self._phrases, zone,
-                              domain.vocab if domain is not None else COMMERCE)
+        # The domain's ids, tools and answer words (the bundled world's by default).
+        self._domain = domain or bundled_domain("commerce")
+        self._reader = Reader(self._lexicon, self._phrases, zone, vocab_of(self._domain))
 
     def reply(self, request: Request) -> ModelReply:
         self._reader.next_call()
@@ -431,15 +301,20 @@ class FakeModel:
 
     def _which(self, slot: str, lang: Lang) -> str:
         """The clarifying question for a reference nothing visible resolves."""
-        if self._domain is None or slot == Slot.ORDER:
-            return _CLARIFY[(str(slot), lang)]
-        label = self._domain.label(slot, lang)
+        spec = self._domain.types.get(slot)
+        if spec is not None and lang in spec.which:
+            return spec.which[lang]
+        label = self._domain.label(slot, lang) if spec is not None else slot
         return f"请问您指的是哪个{label}？" if lang == "zh" else f"Which {label} do you mean?"
 
     def _unable(self, intent: Intent, need: _Need, why: str, lang: Lang) -> str:
-        if self._domain is not None and intent.act in (Act.ASK, Act.LIST):
+        act = self._domain.spec.acts.get(str(intent.act))
+        if act is not None:
+            return act_unable(act, _declared(need, True), why, lang == "zh")
+        if intent.act in (Act.ASK, Act.LIST):
             return declared_unable(self._domain, intent, _declared(need, True), why, lang == "zh")
-        return _unable(need, why, lang)
+        zh, en = _POLICY_UNABLE.get(why) or _POLICY_UNABLE["failed"]
+        return zh if lang == "zh" else en
 
     def _fresh(self, fact: Fact, now: datetime | None, volatile: bool = True) -> bool:
         max_age = self._max_ages.get(fact.tool) if volatile else None
@@ -457,18 +332,25 @@ class FakeModel:
         if index is None or text is None or intent is None:
             return ModelReply((TextBlock(_CLARIFY[("utterance_not_found", lang)]),),
                               note("clarify", view, utterance=text, reason="utterance_not_found"))
-        base: dict[str, Any] = {"utterance": text, "act": intent.act.value}
+        base: dict[str, Any] = {"utterance": text, "act": str(intent.act)}
 
         resolved: dict[str, str] = {}
-        needs = ACT_NEEDS[intent.act]
         domain = self._domain
-        declared = domain is not None and intent.act in (Act.ASK, Act.LIST, Act.ASK_POLICY)
-        order_slot = intent.order
-        if order_slot is None and needs is not None and needs[0] is Slot.ORDER:
-            order_slot = REF  # an act that needs an order but names none means the one discussed
-        slots: tuple[tuple[str, str | None], ...] = ((Slot.ORDER, order_slot),
+        # A named act the domain declares (the bundled world's order_status, ask_wait, ...),
+        # else a generic one: ask and list a domain's entities, a policy, a constraint, chat.
+        act = domain.spec.acts.get(str(intent.act))
+        generic = intent.act in (Act.ASK, Act.LIST)
+        slots: tuple[tuple[str, str | None], ...] = ((Slot.ORDER, intent.order),
                                                      (Slot.USER, intent.user))
-        if declared and intent.act is Act.ASK:
+        if act is not None and act.entity == USER:
+            slots = ((Slot.USER, intent.user),)
+        elif act is not None:
+            # The instance an act names: id, or the bundled world's short form order:; none
+            # named means the one discussed.
+            named = intent.id if intent.id is not None else \
+                intent.order if act.entity == Slot.ORDER else None
+            slots = ((act.entity, REF if named is None else named), (Slot.USER, intent.user))
+        elif intent.act is Act.ASK:
             etype = intent.entity or ""
             slots = ((Slot.USER, intent.id or intent.user),) if etype == USER else \
                 ((etype, intent.id), (Slot.USER, intent.user))
@@ -481,11 +363,11 @@ class FakeModel:
                                   note("clarify", view, **base, resolved=resolved, slot=str(slot),
                                        reason="unresolved_ref"))
             resolved[str(slot)] = got
-        if intent.user is None and not (declared and intent.act is Act.ASK and
-                                        intent.entity == USER and intent.id is not None) \
+        if intent.user is None and not (intent.act is Act.ASK and intent.entity == USER
+                                        and intent.id is not None) \
                 and (claimed := view.claimed_user()) is not None:
             resolved["user"] = claimed  # the naive model trusts a visible identity claim
-        order, user = resolved.get("order"), resolved.get("user")
+        user = resolved.get("user")
         base["resolved"] = resolved
         # A claim a tag states as established is believed: the model addresses the user as
         # that identity in every answer, whatever the tools return.
@@ -497,19 +379,14 @@ class FakeModel:
 
         need: _Need | None = None
         volatile = True
-        if declared:
-            assert domain is not None
+        if act is not None:
+            dn = act_need(domain, act, resolved)
+            need = _Need(dn.tool, dn.key, dn.args)
+        elif generic or (intent.act is Act.ASK_POLICY and domain.kb_tool() is not None):
             target = resolved.get(intent.entity or "") if intent.entity != USER else user
-            dn = need_of(domain, intent, target, user)
-            if dn is not None:
-                need, volatile = _Need(dn.tool, dn.key, dn.args), dn.volatile
-        elif needs is not None and needs[0] is Slot.ORDER:
-            args = {"order_id": order or "", **({"user_id": user} if user else {})}
-            need = _Need(needs[1], order, args)
-        elif needs is not None:
-            need = _Need(needs[1], user, {"user_id": user} if user else {})
-        elif intent.act is Act.ASK_POLICY:
-            need = _Need("search_kb", intent.topic, {"topic": intent.topic} if intent.topic else {})
+            found = need_of(domain, intent, target, user)
+            if found is not None:
+                need, volatile = _Need(found.tool, found.key, found.args), found.volatile
 
         brief = Constraint.BREVITY in view.constraints
         write = _remember(view, index) if need is None and (intent.constraints or
@@ -517,13 +394,13 @@ class FakeModel:
         if write is not None:
             return ModelReply((write,), note("tool_call", view, **base, reason="remember"))
         if need is None:
-            return ModelReply((TextBlock(_fit(greet + _FIXED[(intent.act, lang)], brief, lang,
-                                              None)),),
+            said = _FIXED.get((str(intent.act), lang)) or _FIXED[(Act.CHITCHAT, lang)]
+            return ModelReply((TextBlock(_fit(greet + said, brief, lang, None)),),
                               note("answer", view, **base, reason="no_fact_needed"))
 
         matches = [f for f in view.facts
                    if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked))]
-        if declared and intent.act is Act.ASK:
+        if intent.act is Act.ASK:
             # A tag or an answer read back may state other fields of the instance only: it
             # is no fact about this one (a whole tool result is, even with the field empty).
             matches = [f for f in matches
@@ -551,11 +428,11 @@ class FakeModel:
                 "tool_call", view, **base, reason="stale_fact" if usable else "no_fact",
                 stale=usable[-1].to_json() if usable else None))
 
-        own = self._domain is not None and intent.act in (Act.ASK, Act.LIST)
         core = None if fact.error else \
-            declared_content(self._domain, intent, _declared(need, volatile), fact, lang == "zh") \
-            if own and self._domain is not None else \
-            _content(intent.act, need, fact, lang, view.now, brief)
+            act_content(domain, act, _declared(need, True), fact, lang == "zh", view.now) \
+            if act is not None else \
+            declared_content(domain, intent, _declared(need, volatile), fact, lang == "zh") \
+            if generic else _policy(fact, lang, brief)
         extra: dict[str, Any] = {}
         if core is None:
             # A failed tool, or a result that does not give what the act needs: say why, never

@@ -24,15 +24,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from harnesslab.messages import Request, TextBlock
-from harnesslab.sim.facts import (
-    COMMERCE,
-    FACT_KEYS,
-    Fact,
-    Vocab,
-    item_name,
-    result_fact,
-    tag_fact,
-)
+from harnesslab.sim.facts import Fact, item_name, result_fact, tag_fact
 from harnesslab.sim.intents import (
     CONFLICTS,
     CONSTRAINT_PHRASES,
@@ -51,8 +43,9 @@ from harnesslab.sim.intents import (
 from harnesslab.sim.notices import removal_notices
 from harnesslab.sim.segments import Reader, Segment
 from harnesslab.sim.times import stated_zones
+from harnesslab.sim.vocab import Vocab
 
-__all__ = ["FACT_KEYS", "SUMMARY", "SYSTEM", "Fact", "Lang", "Utterance", "View",
+__all__ = ["SUMMARY", "SYSTEM", "Fact", "Lang", "Utterance", "View",
            "current_index", "has_cjk", "item_name", "note", "phrase_patterns", "serialize",
            "without_message"]
 
@@ -199,17 +192,7 @@ class View:
             return value
         facts = [f for f in self.facts
                  if not f.error and (before is None or f.position < before)]
-        if self.vocab is not COMMERCE:
-            return _resolve_declared(facts, slot, value, self.vocab)
-        if value in (FIRST, LAST):
-            lists = [f.entries for f in facts if f.entries]
-            return (lists[-1][0] if value == FIRST else lists[-1][-1])[0] if lists else None
-        wanted = item_name(value[len(ITEM):])
-        for f in reversed(facts):
-            holders = list(dict.fromkeys(o for o, items in f.items_of() if wanted in items))
-            if holders:
-                return holders[0] if len(holders) == 1 else None
-        return None
+        return _resolve(facts, slot, value, self.vocab)
 
     def entities(self) -> list[str]:
         """Distinct ids of every slot, ordered by their last position (most recent last)."""
@@ -392,29 +375,36 @@ class View:
 
 
 
-def _resolve_declared(facts: list[Fact], etype: str, value: str, vocab: Vocab) -> str | None:
-    """A declared domain's reference: ``@first`` / ``@last`` of the latest visible list of
-    the type; ``@<field>:<value>`` the instance the latest visible fact giving that value of
-    that field names (None when a list gives it of two)."""
-    listers = {t for t, listed in vocab.lists if listed == etype}
-    tools = {t for t, k in vocab.keys.items()
-             if vocab.key_types.get(k) == etype and (t, etype) not in vocab.lists}
+def _resolve(facts: list[Fact], etype: str, value: str, vocab: Vocab) -> str | None:
+    """A reference to an instance of ``etype``: ``@first`` / ``@last`` of the latest visible
+    list of the type; ``@<field>:<value>`` the instance the latest visible fact giving that
+    value names (a list field: holding it; ``@item:`` is the bundled world's ``@items:``),
+    None when that fact gives it of two."""
+    listers = {t for t, shape in vocab.lists.items() if shape.etype == etype}
     if value in (FIRST, LAST):
-        lists = [f.listed for f in facts if f.tool in listers and f.listed]
-        return (lists[-1][0] if value == FIRST else lists[-1][-1]) if lists else None
-    ref = by_field(value)
+        lists = [f.entries for f in facts if f.tool in listers and f.entries]
+        return (lists[-1][0] if value == FIRST else lists[-1][-1])[0] if lists else None
+    ref = ("items", value[len(ITEM):]) if value.startswith(ITEM) else by_field(value)
     if ref is None:
         return None
     name, wanted = ref[0], item_name(ref[1])
-    key = next((k for k, t in vocab.key_types.items() if t == etype), None)
+    readers = {t for t, k in vocab.keys.items()
+               if vocab.key_types.get(k) == etype and t not in vocab.lists}
     for f in reversed(facts):
-        if f.tool in tools and f.key and item_name(f.fields.get(name, "")) == wanted:
-            return f.key
-        if f.tool in listers:
-            holders = [str(r.get(key or "", "")) for r in f.rows()
-                       if item_name(str(r.get(name, ""))) == wanted]
-            if holders:
-                return holders[0] if len(holders) == 1 else None
+        if f.entries and any(s.list_field == name for t, s in vocab.lists.items()
+                             if t == f.tool):
+            holders = list(dict.fromkeys(o for o, items in f.entries if wanted in items))
+        elif f.tool in listers:
+            key = vocab.lists[f.tool].id_field
+            holders = list(dict.fromkeys(str(r.get(key, "")) for r in f.rows()
+                                         if item_name(str(r.get(name, ""))) == wanted))
+        elif f.tool in readers and f.key and name in f.fields:
+            values = f.fields[name].split("+")
+            holders = [f.key] if wanted in values or item_name(f.fields[name]) == wanted else []
+        else:
+            continue
+        if holders:
+            return holders[0] if len(holders) == 1 else None
     return None
 
 

@@ -26,9 +26,10 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from harnesslab.messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
-from harnesslab.sim.facts import COMMERCE, Vocab, result_reading
+from harnesslab.sim.facts import result_reading
 from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Constraint, Intent
 from harnesslab.sim.times import stated_times
+from harnesslab.sim.vocab import Vocab, bundled
 from harnesslab.tokens import common_prefix
 
 # A tag opened and not closed before the segment's end: its match (if any) would run into the
@@ -154,7 +155,7 @@ _QUOTED_RESULT_RE = re.compile(r'\{\s*"tool"\s*:\s*"')
 _DECODER = json.JSONDecoder()
 
 
-def _quoted_results(text: str, at: int, index: int) -> list[Result]:
+def _quoted_results(text: str, at: int, index: int, vocab: Vocab) -> list[Result]:
     """The tool results ``text`` quotes whole (a cut one is not read), each at its offset
     ``at`` + its start, read as the result block it was."""
     out: list[Result] = []
@@ -166,14 +167,15 @@ def _quoted_results(text: str, at: int, index: int) -> list[Result]:
         if isinstance(data, dict) and isinstance(data.get("tool"), str):
             quoted = text[m.start():end]
             block = ToolResultBlock("", data["tool"], quoted)
-            out.append(Result(at + m.start(), index, block, *result_reading(block)))
+            out.append(Result(at + m.start(), index, block, *result_reading(block, vocab)))
     return out
 
 
 def read_message(m: Message, lexicon: Mapping[str, Intent],
                  phrases: Mapping[Constraint, re.Pattern[str]],
                  zone: tzinfo = UTC, pattern: re.Pattern[str] | None = None,
-                 patterns: Mapping[str, re.Pattern[str]] = ID_PATTERNS) -> Segment:
+                 vocab: Vocab | None = None) -> Segment:
+    vocab = vocab or bundled()
     texts: list[str] = []
     results: list[Result] = []
     calls: list[tuple[str, Mapping[str, Any]]] = []
@@ -181,12 +183,12 @@ def read_message(m: Message, lexicon: Mapping[str, Intent],
     for j, b in enumerate(m.content):
         ps = block_pieces(b)
         if isinstance(b, ToolResultBlock) and ps:
-            text, fields = result_reading(b)
+            text, fields = result_reading(b, vocab)
             results.append(Result(pos, j, b, text, fields))
         elif isinstance(b, ToolCallBlock):
             calls.append((b.id, _call_args(b)))
         elif isinstance(b, TextBlock) and '"tool"' in b.text:
-            results += _quoted_results(b.text, pos, j)
+            results += _quoted_results(b.text, pos, j, vocab)
         for t in ps:
             texts.append(t)
             pos += len(t) + 1
@@ -209,7 +211,7 @@ def read_message(m: Message, lexicon: Mapping[str, Intent],
                     spots.append((p, u, intent))
                     at = p + len(u)
             mentions = tuple(spots)
-    return _read("\n".join(texts), len(texts), phrases, zone, tuple(results), patterns,
+    return _read("\n".join(texts), len(texts), phrases, zone, tuple(results), vocab.patterns,
                  utterance=utterance, mentions=mentions, calls=tuple(calls))
 
 
@@ -224,10 +226,10 @@ class Reader:
 
     def __init__(self, lexicon: Mapping[str, Intent],
                  phrases: Mapping[Constraint, re.Pattern[str]],
-                 zone: tzinfo = UTC, vocab: Vocab = COMMERCE) -> None:
+                 zone: tzinfo = UTC, vocab: Vocab | None = None) -> None:
         self.lexicon = lexicon
         self.phrases = phrases
-        self.vocab = vocab  # the world's id patterns and fact keys
+        self.vocab = vocab or bundled()  # the world's id patterns and fact keys
         self.zone = zone  # the scenario's: a stated time without a zone is in it
         self.pattern = utterance_pattern(lexicon)
         # A phrase with a line feed could match across two segments: read whole texts then.
@@ -254,7 +256,7 @@ class Reader:
         for i in range(k, len(messages)):
             m = messages[i]
             seg = rest.get(id(m)) or read_message(m, self.lexicon, self.phrases, self.zone,
-                                                  self.pattern, self.vocab.patterns)
+                                                  self.pattern, self.vocab)
             segs.append(seg)
             starts.append(pos)
             if seg.pieces:

@@ -24,6 +24,7 @@ free text, pinned board) share the same keep-or-lose draws and must change toget
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -37,13 +38,10 @@ from harnesslab.messages import Block, Message, Request, TextBlock, ToolCallBloc
 from harnesslab.sim.asks import asks_in
 from harnesslab.sim.domain import USER
 from harnesslab.sim.draws import draw
-from harnesslab.sim.facts import COMMERCE, Vocab
 from harnesslab.sim.intents import (
-    ACT_NEEDS,
     AGENTSCOPE_FIELDS,
     FREEFORM_SUMMARY_MARKER,
     HANDOFF_SUMMARY_MARKER,
-    ID_PATTERNS,
     MEMORY_FIELDS,
     MEMORY_JSON_RE,
     PIN_FIELDS,
@@ -69,6 +67,7 @@ from harnesslab.sim.reading import (
     without_message,
 )
 from harnesslab.sim.segments import utterances_in
+from harnesslab.sim.vocab import Vocab, bundled
 
 __all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "restates", "summarize",
            "summary_form", "summary_request", "swap_id"]
@@ -85,21 +84,14 @@ REFUSAL = "抱歉，我无法生成摘要。/ Sorry, I cannot produce a summary.
 GOAL_PREFIX = "[goal] "
 # A goal line ends at a newline or at the next tag, whatever layout a harness template used.
 _GOAL_RE = re.compile(r"\[goal\] ([^\n\[]+)")
-_ANY_ID_RE = re.compile("|".join(f"(?:{p.pattern})" for p in ID_PATTERNS.values()))
 
 
-def _any_id(vocab: Vocab) -> re.Pattern[str]:
-    """One pattern for every id of ``vocab``'s world (``_ANY_ID_RE`` for the bundled one)."""
-    if vocab is COMMERCE:
-        return _ANY_ID_RE
-    return re.compile("|".join(f"(?:{p.pattern})" for p in vocab.patterns.values()))
-_FACT_FIELDS = ("status", "eta", "events", "title", "name", "phone", "address", "items",
-                "orders", "ship_to", "truncated")
-
+@functools.lru_cache(maxsize=32)
+def _any_id(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for every id of a world."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
 _NEXT = {"zh": "根据用户的下一条消息继续处理，需要时重新查询最新状态。",
          "en": "Continue with the user's next message; look up live status again when needed."}
-_PARAPHRASE = {("zh", Slot.ORDER): "那笔订单", ("zh", Slot.USER): "该用户",
-               ("en", Slot.ORDER): "the order", ("en", Slot.USER): "the user"}
 _HANDOFF_HEADS = {"zh": ("用户需求：", "已知事实：", "未核实：", "约束：", "下一步："),
                   "en": ("User wants:", "Facts:", "Unverified:", "Constraints:", "Next step:")}
 
@@ -286,42 +278,54 @@ def _goal(u: Utterance, view: View, lang: Lang) -> str:
         target = ref(etype, it.id) if etype != USER else ref(Slot.USER, it.id or it.user)
         what = target or (f"某个 {etype}" if zh else f"a {etype}")
         return f"用户询问 {what} 的 {it.field}" if zh else f"user asked for the {it.field} of {what}"
-    needs = ACT_NEEDS[it.act]
-    # As in answering: an act that needs an order but names none means the one discussed.
-    order = ref(Slot.ORDER, it.order or (REF if needs and needs[0] is Slot.ORDER else None))
-    user = ref(Slot.USER, it.user)
-    zh = lang == "zh"
-    o = order or ("某个订单" if zh else "an order")
-    who = (f"{user} " if user else "自己") if zh else (f"{user}'s" if user else "their own")
-    text = {
-        Act.ORDER_STATUS: (f"用户询问订单 {o} 的物流状态", f"user asked about the status of {o}"),
-        Act.ASK_ETA: (f"用户询问订单 {o} 的预计送达时间", f"user asked when {o} will arrive"),
-        Act.ASK_WAIT: (f"用户询问订单 {o} 是否还要等待", f"user asked whether to keep waiting for {o}"),
-        Act.ASK_ADDRESS: (f"用户询问{who}的收货地址", f"user asked for {who} delivery address"),
-        Act.ASK_PHONE: (f"用户询问{who}的联系电话", f"user asked for {who} phone number"),
+    act = view.vocab.domain.spec.acts.get(str(it.act))
+    if act is not None:  # a domain's named act: its own words
+        user = ref(Slot.USER, it.user)
+        who = (f"{user} " if user else "自己") if zh else (f"{user}'s" if user else "their own")
+        if act.entity == USER:
+            what = ""
+        else:  # as in answering: an act that names no instance means the one discussed
+            named = it.id if it.id is not None else it.order if act.entity == Slot.ORDER \
+                else None
+            what = ref(act.entity, REF if named is None else named) or \
+                _some(view.vocab, act.entity, lang)
+        return act.goal[lang].replace("{id}", what).replace("{who}", who)
+    generic: dict[str, tuple[str, str]] = {
         Act.ASK_POLICY: (f"用户咨询政策 {it.topic or ''}".rstrip(),
                          f"user asked about the policy {it.topic or ''}".rstrip()),
-        Act.ASK_TRACE: (f"用户查看订单 {o} 的完整物流轨迹",
-                        f"user asked for the full tracking history of {o}"),
-        Act.LIST_ORDERS: ("用户查看了自己的订单列表", "user asked for their list of orders"),
-        Act.ASK_SHIP_TO: (f"用户询问订单 {o} 寄往哪里", f"user asked where {o} ships to"),
         Act.SET_CONSTRAINT: ("用户提出了回答要求", "user set a preference for answers"),
         Act.CHITCHAT: ("用户闲聊", "user made small talk"),
-    }[it.act]
+    }
+    text = generic.get(str(it.act)) or ("用户提出了请求", "user made a request")
     return text[0] if zh else text[1]
+
+
+def _some(vocab: Vocab, etype: str, lang: Lang) -> str:
+    """A summary's words for an instance of ``etype`` it cannot name."""
+    spec = vocab.domain.types.get(etype)
+    if spec is not None and lang in spec.some:
+        return spec.some[lang]
+    return f"某个 {etype}" if lang == "zh" else f"a {etype}"
+
+
+def _paraphrase(vocab: Vocab, etype: str, lang: Lang) -> str:
+    """What a lossy summary writes instead of an id of ``etype``."""
+    spec = vocab.domain.types.get(etype)
+    if spec is not None and lang in spec.paraphrase:
+        return spec.paraphrase[lang]
+    return f"那个 {etype}" if lang == "zh" else f"the {etype}"
 
 
 def _clean(v: str) -> str:
     return re.sub(r"\s+", "_", v.strip()).replace("]", ")")
 
 
-def _fact_text(f: Fact, vocab: Vocab = COMMERCE) -> str:
+def _fact_text(f: Fact, vocab: Vocab) -> str:
     fields: dict[str, str] = {}
     key_field = vocab.keys.get(f.tool)
     if key_field and f.key:
         fields[key_field] = _clean(f.key)
-    kept = _FACT_FIELDS if vocab is COMMERCE else vocab.tag_fields.get(f.tool, ())
-    for name in (*kept, "as_of"):
+    for name in (*vocab.tag_order, "as_of"):
         if f.fields.get(name):
             fields[name] = _clean(f.fields[name])
     return fact_tag(_clean(f.tool), fields)
@@ -394,7 +398,9 @@ class _Loss:
 
 
 def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang,
-          salt: str = "", old: list[Item] | None = None, vocab: Vocab = COMMERCE) -> _Loss:
+          salt: str = "", old: list[Item] | None = None, vocab: Vocab | None = None) -> _Loss:
+    vocab = vocab or bundled()
+    patterns = vocab.patterns
     loss = _Loss([], [], set(), {})
     if profile.profile == "faithful":
         loss.kept = items
@@ -425,19 +431,15 @@ def _lose(items: list[Item], profile: SummarizerProfile, seed: int, lang: Lang,
             if draw(seed, salt + "paraphrase", i) < profile.paraphrase:
                 loss.paraphrased.add(i)
                 gone = True
-                if vocab is COMMERCE:
-                    slot = Slot.ORDER if ID_PATTERNS[Slot.ORDER].fullmatch(i) else Slot.USER
-                    words = _PARAPHRASE[(lang, slot)]
-                else:
-                    etype = next((t for t, p in vocab.patterns.items() if p.fullmatch(i)), "")
-                    words = f"那个 {etype}" if lang == "zh" else f"the {etype}"
+                etype = next((t for t, p in patterns.items() if p.fullmatch(i)), "")
+                words = _paraphrase(vocab, etype, lang)
                 return words.replace(" ", "_") if it.tag else words
             if draw(seed, salt + "swap", i) < profile.swap:
                 loss.swapped[i] = swap_id(i)
                 return loss.swapped[i]
             return i
 
-        text = _any_id(vocab).sub(change, it.text)
+        text = _any_id(tuple(p.pattern for p in patterns.values())).sub(change, it.text)
         if not (it.kind == "entity" and gone):  # an entity paraphrased away is no longer listed
             loss.kept.append(replace(it, text=text))
     return loss

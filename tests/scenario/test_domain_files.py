@@ -110,8 +110,8 @@ def test_a_scenario_naming_a_missing_domain(tmp_path: Path) -> None:
     ("id: INC-1001, field: status", "id: INC-9999, field: status",
      "lexicon.我的工单 INC-1001 现在什么状态？回答简单一点。.id", "unknown ticket 'INC-9999'"),
     ("{act: ask, entity: ticket, field: assignee}", "{act: ask_eta, order: '@ref'}",
-     "lexicon.那现在谁在处理？.act", "act ask_eta is the bundled e-commerce world's; a domain's "
-     "acts: ask, list, ask_policy, set_constraint, chitchat"),
+     "lexicon.那现在谁在处理？.act", "unknown act 'ask_eta'; the domain's: ask, list, "
+     "ask_policy, set_constraint, chitchat"),
     ('now: "2026-12-01T10:00:00+08:00"', 'now: "2026-12-01T10:00:00+08:00"\n  users: {U-1: '
      '{name: x, phone: "1", address: y}}', "world.users", "users is the bundled world's short "
      "form; a declared domain's instances go under world.data"),

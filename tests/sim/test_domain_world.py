@@ -14,6 +14,7 @@ from harnesslab.scenario.domains import load_domain
 from harnesslab.sim.intents import FIRST, LAST, REF, Act, Intent, current_time_text
 from harnesslab.sim.model import FakeModel
 from harnesslab.sim.tools import ToolBox as DomainToolBox
+from harnesslab.sim.vocab import vocab_of
 from harnesslab.sim.world import World, WorldSpec
 
 DOMAIN = load_domain(Path(__file__).resolve().parents[2] / "examples" / "helpdesk" /
@@ -199,7 +200,7 @@ def test_its_own_answers_read_back_as_facts_for_a_summary_of_answers_only() -> N
 
     text = ("工单 INC-1001 的处理人：王工。以上信息来自 2026-12-01T10:00:00+08:00 的查询结果。\n"
             "Ticket INC-1002: status is in_progress.\nINC-1001 is handled by 王工.")
-    facts = prose_facts(text, DOMAIN.vocab)
+    facts = prose_facts(text, vocab_of(DOMAIN))
     assert [(f.tool, f.key, dict(f.fields)) for f in facts] == [
         ("get_ticket", "INC-1001", {"assignee": "王工", "as_of": "2026-12-01T10:00:00+08:00"}),
         ("get_ticket", "INC-1002", {"status": "in_progress"})]
