@@ -20,7 +20,7 @@ DOMAIN_SUFFIX = ".domain.yaml"
 
 
 def bundled_domains_dir() -> Path:
-    return Path(__file__).resolve().parents[1] / "scenarios" / "domains"
+    return Path(__file__).resolve().parents[1] / "domains"
 
 
 def bundled_domains() -> list[str]:

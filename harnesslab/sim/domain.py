@@ -294,7 +294,10 @@ class DomainFile(_Strict):
     @field_validator("name")
     @classmethod
     def _nm(cls, v: str) -> str:
-        return _name(v, "domain name")
+        if not re.fullmatch(r"[a-z][a-z0-9_-]*", v):
+            raise ValueError(f"domain name {v!r} must be lower case letters, digits, _ and -, "
+                             f"starting with a letter")
+        return v
 
     @field_validator("entities")
     @classmethod
@@ -527,7 +530,7 @@ def compile_domain(spec: DomainFile, path: str = "", sha256: str = "") -> Domain
     return Domain(spec, path, sha256)
 
 
-BUNDLED = Path(__file__).resolve().parents[1] / "scenarios" / "domains"
+BUNDLED = Path(__file__).resolve().parents[1] / "domains"
 
 
 @functools.lru_cache(maxsize=8)
