@@ -63,3 +63,34 @@ def test_through_the_pytest_plugin(pytester: pytest.Pytester) -> None:
     assert outcomes_by_name(result.outlines) == {
         "default": "PASSED", "truncate-small-window": "XFAIL", "no-time-hint": "XFAIL",
         "trust-claims": "XFAIL"}
+
+
+def test_the_named_act_the_page_shows_answers_in_its_words(tmp_path: Path) -> None:
+    """The page's is_it_done, added to the help desk's domain file: each rule answers when its
+    conditions hold, in its words; a summary reads them back."""
+    (acts,) = re.findall(r"```yaml\n(acts:\n.*?)```", PAGE.read_text(encoding="utf-8"), re.DOTALL)
+    copy_out(tmp_path)
+    domain = tmp_path / "helpdesk.domain.yaml"
+    domain.write_text(domain.read_text(encoding="utf-8") + "\n" + acts, encoding="utf-8")
+    scenario = tmp_path / "vpn-ticket-followup-zh.yaml"
+    text = scenario.read_text(encoding="utf-8")
+    text = text.replace('  "那现在谁在处理？":\n    {act: ask, entity: ticket, field: assignee}',
+                        '  "那现在谁在处理？":\n    {act: is_it_done}')
+    text = text.replace("mentions: [王工], not_called", "mentions: [预计 2026-12-02 解决], not_called")
+    scenario.write_text(text, encoding="utf-8")
+    from harnesslab import run_scenario_file
+    from harnesslab.record.format import Record
+    from harnesslab.scenario.loader import load_scenario
+    from harnesslab.sim.prose import prose_facts
+    from harnesslab.sim.vocab import vocab_of
+
+    (r,) = run_scenario_file(scenario, out_dir=tmp_path / "out", variants=["default"])
+    assert r.all_passed, r.verdict
+    assert r.record is not None
+    turns = {t["step"]: t["reply"] for t in Record.load(r.record).of_type("turn")}
+    assert turns[3] == "还没有，工单 INC-1001 预计 2026-12-02 解决（in_progress）。"
+    d = load_scenario(scenario).compiled_domain
+    assert d is not None
+    (fact,) = prose_facts(turns[3], vocab_of(d))
+    assert (fact.tool, fact.key, dict(fact.fields)) == \
+        ("get_ticket", "INC-1001", {"due": "2026-12-02", "status": "in_progress"})
