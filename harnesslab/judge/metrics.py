@@ -125,7 +125,7 @@ class Tally:
         pats = [re.compile(p) for p in (h.get("domain") or {}).get("id_patterns", {}).values()]
         self._any_id = re.compile("|".join(f"(?:{p.pattern})" for p in pats)) if pats \
             else _ANY_ID
-        self._types = pats
+        self._types = pats or list(ID_PATTERNS.values())
         self._real = real_model(rec)
         self.black_box = is_black_box(rec)
         self._fu = [0, 0]
@@ -269,9 +269,7 @@ class Tally:
                 self._recounted.append(self._service(rec).count_input(rec.request(comp["request"])))
 
     def _same_type(self, a: str, b: str) -> bool:
-        """Whether two ids are of one entity type (the bundled world's: one prefix)."""
-        if not self._types:
-            return a[:2] == b[:2]
+        """Whether two ids are of one entity type (the first whose pattern each matches)."""
         return next((n for n, p in enumerate(self._types) if p.fullmatch(a)), -1) == \
             next((n for n, p in enumerate(self._types) if p.fullmatch(b)), -2)
 

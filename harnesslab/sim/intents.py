@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from harnesslab.sim.domain import bundled_domain
+
 
 class Act(StrEnum):
     # The bundled world's named acts (its domain file, commerce.domain.yaml, says what each
@@ -81,13 +83,10 @@ def by_field(value: str) -> tuple[str, str] | None:
     return (name, wanted) if sep and name and wanted else None
 
 
-# The world's id patterns, anchored so that an id inside a longer token is not one: PO-7731 is
-# no order O-7731, U-12 is no U-1. Filler and the knowledge base contain no such ids unless a
-# scenario declares them as distractors.
-ID_PATTERNS: dict[str, re.Pattern[str]] = {
-    Slot.ORDER: re.compile(r"(?<![A-Za-z0-9_])O-\d{4}(?![0-9])"),
-    Slot.USER: re.compile(r"(?<![A-Za-z0-9_])U-\d+(?![0-9])"),
-}
+# The bundled world's id patterns, as its domain file declares them (anchored so that an id
+# inside a longer token is not one: PO-7731 is no order O-7731, U-12 is no U-1). Filler and the
+# knowledge base contain no such ids unless a scenario declares them as distractors.
+ID_PATTERNS: dict[str, re.Pattern[str]] = dict(bundled_domain("commerce").patterns)
 
 class ToolError(StrEnum):
     """Why a tool failed, as its result's ``code`` field states it (the fake model also reads

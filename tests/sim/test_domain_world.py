@@ -218,3 +218,19 @@ def test_a_fact_stating_other_fields_only_is_looked_up_again() -> None:
         req = Request(system=current_time_text(now), summary=tag,
                       messages=(user(question),), tools=DomainToolBox(world()).schemas())
         assert m.reply(req).annotations["kind"] == kind, question
+
+
+def test_the_bundled_worlds_short_form_agrees_with_its_domain_file() -> None:
+    """A scenario's world.orders (the short form's schema) takes the statuses the domain file
+    declares, and the id patterns the reader uses are the file's."""
+    from typing import get_args
+
+    from harnesslab.sim.domain import bundled_domain
+    from harnesslab.sim.intents import ID_PATTERNS
+    from harnesslab.sim.world import OrderStatus
+
+    d = bundled_domain("commerce")
+    assert list(get_args(OrderStatus)) == d.types["order"].fields["status"].values
+    assert ID_PATTERNS == d.patterns
+    found = d.patterns["order"].search("PO-7731 O-7731")
+    assert found is not None and found.group(0) == "O-7731"
