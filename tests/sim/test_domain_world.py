@@ -231,6 +231,6 @@ def test_the_bundled_worlds_short_form_agrees_with_its_domain_file() -> None:
 
     d = bundled_domain("commerce")
     assert list(get_args(OrderStatus)) == d.types["order"].fields["status"].values
-    assert ID_PATTERNS == d.patterns
+    assert d.patterns == ID_PATTERNS
     found = d.patterns["order"].search("PO-7731 O-7731")
     assert found is not None and found.group(0) == "O-7731"
