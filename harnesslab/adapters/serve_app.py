@@ -529,6 +529,9 @@ class Server:
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
+        # Listening before uvicorn starts: a client told the address (serve prints it before
+        # run()) is queued in the backlog, not refused, however long uvicorn takes to start.
+        self.sock.listen(2048)
         self.host, self.port = host, self.sock.getsockname()[1]
         # lifespan "on" for an app that needs it (the MCP session manager runs in it).
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan,
