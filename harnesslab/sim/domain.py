@@ -503,15 +503,6 @@ class Domain:
         t = self.spec.tools.get(tool)
         return None if t is None else t.reads or t.lists
 
-    def tag_fields(self, tool: str) -> tuple[str, ...]:
-        """The fields a summary's fact tag keeps of a result of ``tool``."""
-        t = self.spec.tools.get(tool)
-        if t is None:
-            return ()
-        if t.kb:
-            return ("title", "text")
-        return ("entries",) if t.lists is not None else tuple(t.returns)
-
     def volatile(self, etype: str, field: str) -> bool:
         f = self.types.get(etype, None)
         return bool(f is not None and field in f.fields and f.fields[field].volatile)
@@ -547,9 +538,3 @@ def bundled_domain(name: str) -> Domain:
     if problems := spec.problems():
         raise RuntimeError(f"{path}: {problems[0]}")
     return compile_domain(spec, str(path), hashlib.sha256(raw).hexdigest())
-
-
-def entries_of(fields: Mapping[str, str]) -> tuple[str, ...]:
-    """The ids a list result's ``entries`` field states (``facts.Fact.fields``), in order."""
-    raw = fields.get("entries", "")
-    return tuple(p for p in raw.split(",") if p)

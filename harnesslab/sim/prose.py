@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from harnesslab.sim.facts import Fact, entries_of, item_name
+from harnesslab.sim.facts import Fact, item_name, listing
 from harnesslab.sim.intents import parse_time
 from harnesslab.sim.vocab import ProseForm, Vocab, bundled
 
@@ -71,9 +71,6 @@ def prose_facts(text: str, vocab: Vocab | None = None) -> list[Fact]:
         as_of = stamp.group("zh") or stamp.group("en") if stamp else None
         if as_of and parse_time(as_of) is not None:
             fields["as_of"] = as_of
-        shape = vocab.lists.get(form.tool)
-        entries = entries_of(fields[shape.key], vocab.patterns.get(shape.etype)) \
-            if shape is not None and shape.key in fields else ()
         out.append(Fact(form.tool, groups.get("id"), None, parse_time(as_of or ""), fields,
-                        False, start, "prose", entries))
+                        False, start, "prose", listing(form.tool, fields, vocab)))
     return sorted(out, key=lambda f: f.position)
