@@ -367,7 +367,8 @@ def _instance_problems(etype: str, spec: EntitySpec, instances: Mapping[str, Any
     for iid, rec in instances.items():
         at = (*where, iid)
         if not pattern.fullmatch(str(iid)):
-            how = f"the pattern {spec.id.pattern!r}" if spec.id.pattern is not None else \
+            # Quoted as written in the file (a repr would double every backslash of it).
+            how = f"the pattern '{spec.id.pattern}'" if spec.id.pattern is not None else \
                 "the listed ids"
             out.append((at, f"id {iid!r} does not match {how} of {etype}"))
         if not isinstance(rec, Mapping):

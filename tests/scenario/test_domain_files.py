@@ -48,7 +48,7 @@ def test_the_example_domain_and_scenario_load() -> None:
     ("type: enum", "type: colour", "type: colour", "entities.ticket.fields.status.type",
      "Input should be 'string', 'enum', 'date', 'datetime', 'number', 'boolean' or 'list'"),
     ("pattern: 'INC-\\d{4}'", "pattern: 'INC-\\d{3}'", "    INC-1001:", "data.ticket.INC-1001",
-     "id 'INC-1001' does not match the pattern 'INC-\\\\d{3}' of ticket"),
+     "id 'INC-1001' does not match the pattern 'INC-\\d{3}' of ticket"),
     ("returns: [title, status, assignee, due]", "returns: [title, status, priority]",
      "returns: [title, status, priority]", "tools.get_ticket.returns[2]",
      "ticket has no field 'priority'; its fields: title, status, assignee, due"),
