@@ -39,7 +39,10 @@ _TAG = re.compile(r"<current-time>([^<\n]+)</current-time>")
 
 
 def _zh(t: datetime) -> str:
-    return f"{t.year}年{t.month}月{t.day}日 {t.hour:02d}:{t.minute:02d}"
+    # Seconds written when there are any: a form that dropped them would state another time
+    # (time-hint-interval-boundary-zh restates the time at 10:00:10).
+    secs = f":{t.second:02d}" if t.second else ""
+    return f"{t.year}年{t.month}月{t.day}日 {t.hour:02d}:{t.minute:02d}{secs}"
 
 
 TIME_FORMS: dict[str, Callable[[datetime], str]] = {
