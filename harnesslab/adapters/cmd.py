@@ -88,11 +88,13 @@ from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, Tu
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.honours import check_declaration
 from harnesslab.messages import (
+    Block,
     DataBlock,
     HintBlock,
     Message,
     Request,
     Response,
+    TextBlock,
     dumps,
     message_from_dict,
 )
@@ -165,13 +167,24 @@ def _produced(resp: Response) -> list[str]:
     return [x for x in out if len(x) >= 12]
 
 
+def _same_block(old: Block, new: Block) -> bool:
+    """``new`` is ``old``, or the reminder an image limit puts in an image's place (a text or
+    a hint where the image was): dropping the oldest images is context management the
+    restored session may apply at once, not history it failed to bring back."""
+    return new == old or (isinstance(old, DataBlock) and old.is_image
+                          and isinstance(new, TextBlock | HintBlock))
+
+
 def _restored(old: Message, new: Sequence[Message]) -> bool:
-    """``old`` is in ``new``: as it was, or grown in place (AgentScope's reply message takes
-    its answer into the message that holds the call), or, for a reply's blocks, inside one
-    assistant message."""
+    """``old`` is in ``new``: as it was (its images perhaps replaced by their reminders), or
+    grown in place (AgentScope's reply message takes its answer into the message that holds
+    the call), or, for a reply's blocks, inside one assistant message."""
+    n = len(old.content)
     for m in new:
-        if m.role == old.role and (m.content[:len(old.content)] == old.content
-                                   or all(b in m.content for b in old.content)):
+        if m.role == old.role and (
+                (len(m.content) >= n
+                 and all(_same_block(a, b) for a, b in zip(old.content, m.content[:n], strict=True)))
+                or all(b in m.content for b in old.content)):
             return True
     return False
 

@@ -103,11 +103,12 @@ def test_reme_runs_the_workspace_variants_with_only_the_documented_failure(
                  "--out", str(tmp_path), "--json"])
     rows = json.loads(capsys.readouterr().out)["rows"]
     ran = [r for r in rows if not r["not_applicable"]]
-    assert len(ran) == 6 and code == 1
+    assert len(ran) == 8 and code == 1
     # docs/agentscope-memory.md: traced to ReMe's auto_memory (the transcript it records holds
     # the messages' texts only, no tool result) and to its daily index card outranking the note.
     assert [r["scenario"] for r in ran if not r["expected"]] == [
-        "memory-recall-top-k-en", "memory-recall-top-k-zh"]
+        "memory-recall-by-word-zh", "memory-recall-short-item-en", "memory-recall-top-k-en",
+        "memory-recall-top-k-zh"]
 
 
 def test_the_stock_app_does_not_start_and_the_adapters_starts_without_its_off_jobs(

@@ -56,8 +56,9 @@ def test_fidelity_lists_only_the_explained_differences(
     vector = [r for r in done if r not in agentic]
     assert not any(d["what"] == "memory users" for r in vector for d in r["differences"])
     assert sorted(r["scenario"] for r in vector if r["turns"] != r["turns_equal"]) == (
-        ["memory-injection-position-zh", "memory-recall-threshold-zh", "memory-recall-top-k-en",
-         "memory-recall-top-k-zh"] if vector else [])
+        ["memory-injection-position-zh", "memory-recall-by-word-zh", "memory-recall-short-item-en",
+         "memory-recall-threshold-zh", "memory-recall-top-k-en", "memory-recall-top-k-zh"]
+        if vector else [])
 
 
 def test_mem0_runs_the_memory_scenarios_with_only_the_documented_failures(
@@ -70,9 +71,9 @@ def test_mem0_runs_the_memory_scenarios_with_only_the_documented_failures(
                  "--out", str(tmp_path), "--json"])
     rows = json.loads(capsys.readouterr().out)["rows"]
     ran = [r for r in rows if not r["not_applicable"]]
-    assert len(ran) == 12 and code == 1
+    assert len(ran) == 14 and code == 1
     # docs/agentscope-memory.md: each traced to Mem0Middleware (memory after the question; the
     # write-back of texts only; top_k and the threshold applied to the preference like any item).
     assert sorted(r["scenario"] for r in ran if not r["expected"]) == [
-        "memory-injection-position-zh", "memory-recall-threshold-zh", "memory-recall-top-k-en",
-        "memory-recall-top-k-zh"]
+        "memory-injection-position-zh", "memory-recall-by-word-zh", "memory-recall-short-item-en",
+        "memory-recall-threshold-zh", "memory-recall-top-k-en", "memory-recall-top-k-zh"]
