@@ -6,6 +6,9 @@ import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from harnesslab.harness.memory.embed import HashedNgramEmbedder, cosine
 from harnesslab.harness.memory.items import ItemStore, MemoryItem, safe_name
 
@@ -57,3 +60,18 @@ def test_ids_never_name_a_path() -> None:
     assert safe_name("../U-2") == "%2e%2e%2fU-2"
     assert safe_name("U-1") == "U-1" and safe_name("") == "%"
     assert safe_name("李四") != safe_name("张三")
+
+
+def test_two_ids_never_share_a_folder() -> None:
+    # The old variable-width escape gave both "a%401bc%2ecom": one user read the other's memory.
+    assert safe_name("a@1bc.com") != safe_name("aЁbc.com")
+    assert safe_name("aЁbc.com") == "a%u0401bc%2ecom"
+    assert safe_name("\t") == "%09" and safe_name("😀") == "%U01f600"
+
+
+@given(st.text(max_size=8), st.text(max_size=8))
+def test_the_escape_is_injective_and_a_plain_file_name(a: str, b: str) -> None:
+    name = safe_name(a)
+    assert "/" not in name and name not in (".", "..") and name.isascii()
+    if a != b:
+        assert safe_name(b) != name

@@ -80,10 +80,19 @@ class MemoryItem:
                    r.reverify, r.text)
 
 
+def _escape(c: str) -> str:
+    # A fixed width per range, told apart by what follows the %: two hex digits, or u / U (no
+    # hex digit) and four or six. A variable width would let two ids share a name:
+    # "a@1bc.com" and "aЁbc.com" were both "a%401bc%2ecom".
+    n = ord(c)
+    return f"%{n:02x}" if n < 0x100 else f"%u{n:04x}" if n < 0x10000 else f"%U{n:06x}"
+
+
 def safe_name(name: str) -> str:
-    # A user or agent id becomes a file name: anything but letters, digits, - and _ is
-    # hex-escaped, so no id can name a path (``..``, ``/``) or collide with another id.
-    return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else f"%{ord(c):x}"
+    # A user or agent id becomes a file name: anything but ASCII letters, digits, - and _ is
+    # escaped, so no id can name a path (``..``, ``/``), and the escape is prefix-free, so no
+    # two ids share a name (whose memory a user reads is which folder it is).
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else _escape(c)
                    for c in name) or "%"
 
 
