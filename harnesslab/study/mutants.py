@@ -486,7 +486,8 @@ def _measure(paths: Sequence[str]) -> dict[str, Any]:
                     continue  # a variant the reference fails is no test of a mutant
                 targets[key] = Target(p, sc.id, v.name, time.process_time() - t0,
                                       {k: r.metrics.get(k) for k in
-                                       ("true_input_tokens", "overflow_rate", "summary_tokens")})
+                                       ("true_input_tokens", "overflow_rate", "summary_tokens",
+                                        "protocol_error_rate")})
     finally:
         cov.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -34,7 +34,8 @@ class Kill:
     variant: str
     check: str      # the check id, or cost.<metric>
     step: int | None
-    how: str        # "failed" (a check that should pass) or "cost" (a declared cost regressed)
+    how: str        # "failed" (a check that should pass), "protocol" (a request rejected as
+    #                 malformed) or "cost" (a declared cost regressed)
     detail: str
 
 
@@ -147,7 +148,8 @@ def format_kill_table(results: Sequence[dict[str, Any]]) -> str:
              for row in rows]
     killed = sum(1 for r in results if r["kill"] is not None)
     lines.append(f"kill rate: {killed}/{len(results)} = {killed / len(results):.0%} (killed: a "
-                 "check that should pass failed, or a declared cost regressed; a control that "
+                 "check that should pass failed, a request was rejected as malformed, or a declared "
+                 "cost regressed; a control that "
                  "passed is not a kill; reject-all controls not counted)")
     for r in results:
         for e in r["errors"]:

@@ -33,6 +33,17 @@ def test_every_variant_outcome_is_as_expected(suite: Suite) -> None:
     assert all("pip install" in r.skipped and r.verdict is None for r in results if r.skipped)
 
 
+def test_the_reference_harness_never_breaks_the_chat_protocol(suite: Suite) -> None:
+    # The kill rule (study/kills.py) counts a request rejected as malformed against a harness
+    # whatever the scenario declares, and takes the reference's count as 0 where it ran no
+    # reference: that holds on every bundled variant, controls included.
+    _, results = suite
+    broke = [(r.scenario, r.variant) for r in results
+             if (r.metrics.get("protocol_error_rate") or {}).get("num")]
+    assert broke == []
+    assert any("protocol_error_rate" in r.metrics for r in results)
+
+
 def _never_failing(results: list[RunResult], ignored: frozenset[str] = frozenset()) -> list[str]:
     """scenario:check ids that pass in every variant not named in ``ignored``."""
     seen: dict[str, set[str]] = defaultdict(set)

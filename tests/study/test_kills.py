@@ -1,5 +1,6 @@
-"""The kill rule the zoo and the mutation report share: a should-pass check failing or a
-declared cost regressing kills; a control's expected failure that passes does not."""
+"""The kill rule the zoo and the mutation report share: a should-pass check failing, a request
+rejected as malformed where the reference's run had none, or a declared cost regressing kills;
+a control's expected failure that passes does not."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ CHECKS = [CheckOutcome("s1.mentions", "mentions", 1, False, "missing O-1001"),
           CheckOutcome("s2.max_chars", "max_chars", 2, True, "ok")]
 
 
-def _metrics(tokens: int, overflows: int = 0, summary: int = 0) -> dict[str, object]:
+def _metrics(tokens: int, overflows: int = 0, summary: int = 0,
+             protocol: int = 0) -> dict[str, object]:
     return {"true_input_tokens": tokens, "summary_tokens": summary,
-            "overflow_rate": {"num": overflows, "den": 4, "value": overflows / 4}}
+            "overflow_rate": {"num": overflows, "den": 4, "value": overflows / 4},
+            "protocol_error_rate": {"num": protocol, "den": 4, "value": protocol / 4}}
 
 
 def test_a_should_pass_check_that_fails_kills() -> None:
@@ -44,3 +47,19 @@ def test_overflows_and_summary_tokens_are_costs_too() -> None:
     found = cost_regressions(_metrics(10, 1, 7), _metrics(10, 0, 5),
                              {"overflows": 0.0, "summary_tokens": 0.5})
     assert [f.check for f in found] == ["cost.overflows"]
+
+
+def test_a_request_rejected_as_malformed_kills_whatever_the_scenario_declares() -> None:
+    # Every check passes and the run is cheaper than the reference's (a summary request the
+    # service rejected, then truncation): still a worse harness.
+    ok = [CheckOutcome("s1.mentions", "mentions", 1, True, "ok")]
+    v = Variant(name="default")
+    [f] = findings(ok, v, _metrics(900, protocol=1), _metrics(1000), {})
+    assert (f.check, f.how, f.kills) == ("protocol", "protocol", True)
+    assert "rejected 1 malformed request(s) (reference 0)" in f.detail
+    # Without a reference run (the zoo runs one only for a scenario that declares a cost), the
+    # reference harness's count is 0: it breaks the protocol on no bundled variant.
+    assert [f.how for f in findings(ok, v, _metrics(900, protocol=2))] == ["protocol"]
+    # No more than the reference's: nothing (the control of the rule).
+    assert findings(ok, v, _metrics(900, protocol=1), _metrics(1000, protocol=1), {}) == []
+    assert findings(ok, v, _metrics(900), _metrics(1000), {}) == []
