@@ -3,10 +3,9 @@ when a check that should pass fails, when the service rejects more of its reques
 than the reference's on the same run (a broken chat protocol: no correct harness sends one, and
 the reference harness sends none on any bundled variant), or when a cost the scenario declares
 gets worse than the reference harness's on the same run by more than the declared margin. A
-check a control expects
-to fail that passes is reported apart ("changed a control"), never counted as a kill: a bug can
-make one scenario better (keeping more messages removes a documented failure) without the suite
-having seen a worse harness.
+check a control expects to fail that passes is reported apart ("changed a control"), never
+counted as a kill: a bug can make one scenario better (keeping more messages removes a
+documented failure) without the suite having seen a worse harness.
 """
 
 from __future__ import annotations

@@ -148,9 +148,9 @@ def format_kill_table(results: Sequence[dict[str, Any]]) -> str:
              for row in rows]
     killed = sum(1 for r in results if r["kill"] is not None)
     lines.append(f"kill rate: {killed}/{len(results)} = {killed / len(results):.0%} (killed: a "
-                 "check that should pass failed, a request was rejected as malformed, or a declared "
-                 "cost regressed; a control that "
-                 "passed is not a kill; reject-all controls not counted)")
+                 "check that should pass failed, a request was rejected as malformed, or a "
+                 "declared cost regressed; a control that passed is not a kill; reject-all "
+                 "controls not counted)")
     for r in results:
         for e in r["errors"]:
             lines.append(f"  ! {r['bug']}: run error {e}")
