@@ -301,13 +301,19 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
                 bar = Progress("bar" if progress is True else progress or None, len(tasks),
                                len(tasks) - len(pending))
             for result in ex.map_unordered(run_task, pending):
-                write_shipped(out, result)
-                rows.append(result)
+                with _sigint_deferred() as late:
+                    # A Ctrl-C while a finished run is saved (in the row's fsync, most often)
+                    # would leave its row on disk but out of the table written below, and the
+                    # interrupted line would count one run fewer than the resume finds done.
+                    write_shipped(out, result)
+                    rows.append(result)
                 ran += 1
                 if on_row is not None:
                     on_row(result["row"])
                 if bar is not None:
                     bar.update(result["row"])
+                if late():
+                    raise KeyboardInterrupt
     except KeyboardInterrupt:
         interrupted = True
     finally:
