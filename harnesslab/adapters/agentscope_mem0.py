@@ -27,8 +27,10 @@ what mem0 added, as the reference harness reports its own, read from the client'
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import tempfile
 import weakref
 from collections.abc import Callable
@@ -48,7 +50,11 @@ DIM = 512
 def _import_mem0() -> Any:
     # Before mem0's first import: no telemetry (network), no ~/.mem0 (its home, a private folder).
     os.environ.setdefault("MEM0_TELEMETRY", "False")
-    os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="harnesslab-mem0-home-"))
+    if "MEM0_DIR" not in os.environ:
+        home = tempfile.mkdtemp(prefix="harnesslab-mem0-home-")
+        os.environ["MEM0_DIR"] = home
+        # Gone with the process: a mutation or sweep run imports mem0 in hundreds of workers.
+        atexit.register(shutil.rmtree, home, True)
     try:
         import mem0
         import mem0.configs.prompts as prompts
