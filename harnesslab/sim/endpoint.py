@@ -2,7 +2,8 @@
 then the fake model answers it. Every call, admitted or rejected, becomes a record event;
 ``estimate`` is the harness's own belief about the request (None when it has none).
 
-The harness gets back the reply's blocks and the billed usage (as a real API returns them); the
+The harness gets back the reply's blocks, as strings a JSON decoder made (equal, never the fake
+model's own objects), and the billed usage, as a real API returns them; the
 fake model's annotations go to the record only.
 
 Equal messages reach the bench as one object (``SameMessages``): the service's counter, the
@@ -132,4 +133,21 @@ class Endpoint:
                         "estimate": estimate, "true_input": usage.input_tokens,
                         "planned_output": usage.planned_output, "output_tokens": output_tokens,
                         "reply": reply.blocks, "annotations": dict(reply.annotations)})
-        return Response(reply.blocks, usage.input_tokens, output_tokens)
+        return Response(tuple(_decoded(b) for b in reply.blocks), usage.input_tokens,
+                        output_tokens)
+
+
+def _fresh(s: str) -> str:
+    return s.encode("utf-8").decode("utf-8")
+
+
+def _decoded(b: Block) -> Block:
+    """The block as a provider's JSON reply decodes to: equal strings, never the fake model's
+    own objects. A tool name the fake model copied from the request would otherwise be the
+    harness's interned literal, and a harness that tests it with ``is`` would pass here and
+    fail against every real API (the tool never runs)."""
+    if isinstance(b, ToolCallBlock):
+        return ToolCallBlock(_fresh(b.id), _fresh(b.name), _fresh(b.input))
+    if isinstance(b, TextBlock):
+        return TextBlock(_fresh(b.text))
+    return b
