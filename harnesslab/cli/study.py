@@ -252,8 +252,12 @@ def add_sessions_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
 def add_bugs_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     b = sub.add_parser("bugs", help="run the suite against the bug zoo and print the kill table",
                        description="Each zoo harness is the reference harness with one realistic "
-                       "context-management mistake. A bug is killed when a variant's outcome "
-                       "is not the expected one; controls that reject every call do not count.")
+                       "context-management mistake. A bug is killed when a check that should "
+                       "pass fails, when the service rejects more of its requests as malformed "
+                       "than the reference's, or when a cost the scenario declares gets worse "
+                       "than the reference's by more than its margin; a control's expected "
+                       "failure that passes is reported apart (changed a control), never a kill, "
+                       "and controls that reject every call do not count.")
     b.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or folders "
                    "(default: the bundled suite)")
     b.add_argument("--bug", action="append", metavar="NAME", help="only these bugs")
