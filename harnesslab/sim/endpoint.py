@@ -21,7 +21,16 @@ from typing import Any, Protocol
 
 from harnesslab.errors import ContextOverflowError, ProtocolError
 from harnesslab.events import EventSink
-from harnesslab.messages import Block, Message, Request, Response, TextBlock, ToolCallBlock, ToolSchema
+from harnesslab.messages import (
+    Block,
+    Message,
+    Request,
+    Response,
+    TextBlock,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolSchema,
+)
 from harnesslab.sim.service import SimulatedService
 
 
@@ -150,4 +159,6 @@ def _decoded(b: Block) -> Block:
         return ToolCallBlock(_fresh(b.id), _fresh(b.name), _fresh(b.input))
     if isinstance(b, TextBlock):
         return TextBlock(_fresh(b.text))
+    if isinstance(b, ThinkingBlock):
+        return ThinkingBlock(_fresh(b.thinking))
     return b
