@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from harnesslab.messages import Request, ToolResultBlock
+from harnesslab.messages import Request
 from harnesslab.record.format import CALL_EVENTS, Record
 from harnesslab.scenario.schema import Expect, Scenario, UserStep, Variant
 from harnesslab.scenario.steps import FIDELITY, step_checks
@@ -96,17 +95,7 @@ def real_model(rec: Record) -> bool:
 
 def facts_in(rec: Record, ref: dict[str, Any]) -> list[dict[str, Any]]:
     """The successful tool results (JSON objects) visible in a recorded request, in order."""
-    out = []
-    for m in rec.request(ref).messages:
-        for b in m.content:
-            if isinstance(b, ToolResultBlock) and isinstance(b.output, str):
-                try:
-                    d = json.loads(b.output)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(d, dict) and "error" not in d:
-                    out.append(d)
-    return out
+    return rec.facts(ref)
 
 
 def _values(d: Any) -> list[str]:

@@ -34,6 +34,7 @@ from harnesslab.errors import InputError
 from harnesslab.messages import (
     Message,
     Request,
+    ToolResultBlock,
     ToolSchema,
     block_texts,
     message_from_dict,
@@ -60,6 +61,21 @@ def _h(text: str) -> str:
 
 def message_text(m: Message) -> str:
     return "\n".join(t for b in m.content for t in block_texts(b))
+
+
+def tool_facts(m: Message) -> tuple[dict[str, Any], ...]:
+    """The successful tool results (JSON objects) a message holds, in order: what the checks
+    read as the facts a request showed."""
+    out = []
+    for b in m.content:
+        if isinstance(b, ToolResultBlock) and isinstance(b.output, str):
+            try:
+                d = json.loads(b.output)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(d, dict) and "error" not in d:
+                out.append(d)
+    return tuple(out)
 
 
 def serialized_text(system: str, summary: str, message_texts: Iterable[str]) -> str:
@@ -149,6 +165,8 @@ class Record:
     # values each message shows, for the messages that show any. ``None``: not known, read
     # the messages (a record loaded from a file).
     _private_in: dict[str, frozenset[str]] | None = None
+    # The same for ``tool_facts``: each message's facts, for the messages that hold any.
+    _facts_in: dict[str, tuple[dict[str, Any], ...]] | None = None
 
     def of_type(self, *kinds: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] in kinds]
@@ -199,6 +217,15 @@ class Record:
                 f = seen[h] = frozenset(v for v in values if v in text)
             out |= f
         return frozenset(out)
+
+    def facts(self, ref: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The successful tool results (JSON objects) visible in a stored request, in order
+        (``tool_facts`` of each message). What a writer noted is read without reading any
+        message back: the checks ask this of every call that calls a tool."""
+        known = self._facts_in
+        if known is not None:
+            return [d for h in self.message_hashes(ref) if h in known for d in known[h]]
+        return [d for m in self.request(ref).messages for d in tool_facts(m)]
 
     def message_hashes(self, ref: Mapping[str, Any]) -> list[str]:
         """The message hashes of a stored request, in order: its own list, or the deltas

@@ -14,11 +14,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from harnesslab.messages import Message, Request, ToolSchema, block_to_dict, message_images, message_to_dict
+from harnesslab.messages import (
+    Message,
+    Request,
+    ToolSchema,
+    block_to_dict,
+    message_images,
+    message_to_dict,
+)
 from harnesslab.record.format import (
     CALL_EVENTS,
     FULL_EVERY,
@@ -31,6 +38,7 @@ from harnesslab.record.format import (
     message_text,
     private_strings,
     serialized_text,
+    tool_facts,
 )
 from harnesslab.tokens import common_prefix
 from harnesslab.tokens.kinds import kind_of, script_counts
@@ -38,6 +46,7 @@ from harnesslab.tokens.kinds import kind_of, script_counts
 _BRACES = '{}":'
 _BLOBS_READ_KEPT = 1024
 _GENERATION = 4096  # message offsets per generation (FileBlobs)
+_TEXTS_KEPT = 1 << 12
 
 
 class FileBlobs(MutableMapping[str, Any]):
@@ -216,7 +225,11 @@ class RecordWriter:
         # Leak checks ask which private values each request shows: noted per message here,
         # where its text is at hand, instead of reading every message back at the end.
         self._private = sorted(private_strings(self.record.header))
+        # A message's text measured (``_measure``, private values shown), by text: the bench's
+        # filler is made of a few sentences that recur. Let go of when full.
+        self._by_text: dict[str, tuple[_Sums, frozenset[str]]] = {}
         self.record._private_in = {}
+        self.record._facts_in = {}
         # The true count of each applied compaction's request, counted while its messages
         # are the service's own (``count_compactions``): trigger lateness without a recount.
         self._true_count: Callable[[Request], int] | None = None
@@ -291,12 +304,24 @@ class RecordWriter:
             self._message_blob(h, d, js)
         images = sum(1 for _ in message_images(m))
         text = message_text(m)
-        if self._private:
-            shown = frozenset(v for v in self._private if v in text)
-            if shown:
-                assert self.record._private_in is not None
-                self.record._private_in[h] = shown
-        return _Part(h, js, _measure(text, self.declared, images))
+        known = self._by_text.get(text)
+        if known is None:
+            if len(self._by_text) >= _TEXTS_KEPT:
+                self._by_text.clear()
+            known = self._by_text[text] = (
+                _measure(text, self.declared),
+                frozenset(v for v in self._private if v in text))
+        sums, shown = known
+        if images:
+            sums = replace(sums, images=images)
+        if shown:
+            assert self.record._private_in is not None
+            self.record._private_in[h] = shown
+        facts = tool_facts(m)
+        if facts:
+            assert self.record._facts_in is not None
+            self.record._facts_in[h] = facts
+        return _Part(h, js, sums)
 
     def _text(self, kind: str, s: str) -> str:
         h = self._str.get(s)

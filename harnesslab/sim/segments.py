@@ -35,6 +35,7 @@ from harnesslab.tokens import common_prefix
 # A tag opened and not closed before the segment's end: its match (if any) would run into the
 # next segment. (A statement of the time never spans a line: harnesslab.sim.times.)
 _OPEN_TAG_RE = re.compile(r"\[(?:constraint|claim|fact):[^\]]*\Z")
+_READINGS_KEPT = 1 << 12
 
 
 def block_pieces(block: Block) -> tuple[str, ...]:
@@ -237,6 +238,21 @@ class Reader:
         self._heads: dict[str, Segment] = {}
         self._heads_before: dict[str, Segment] = {}
         self._last = _EMPTY
+        # Readings by content (role and blocks: all a reading depends on), for a message that
+        # is not the object read before: an equal one a wire decoded afresh, or the bench's
+        # own filler, made of a few sentences that recur. Let go of when full.
+        self._by_content: dict[tuple[str, tuple[Block, ...]], Segment] = {}
+
+    def read(self, m: Message) -> Segment:
+        """The reading of one message (``read_message``), kept by content."""
+        key = (m.role, m.content)
+        seg = self._by_content.get(key)
+        if seg is None:
+            if len(self._by_content) >= _READINGS_KEPT:
+                self._by_content.clear()
+            seg = self._by_content[key] = read_message(m, self.lexicon, self.phrases, self.zone,
+                                                       self.pattern, self.vocab)
+        return seg
 
     def next_call(self) -> None:
         """Forget the head strings that neither this call nor the one before showed."""
@@ -255,8 +271,7 @@ class Reader:
         rest = {id(m): seg for m, seg in zip(last.messages[k:], last.segs[k:], strict=True)}
         for i in range(k, len(messages)):
             m = messages[i]
-            seg = rest.get(id(m)) or read_message(m, self.lexicon, self.phrases, self.zone,
-                                                  self.pattern, self.vocab)
+            seg = rest.get(id(m)) or self.read(m)
             segs.append(seg)
             starts.append(pos)
             if seg.pieces:

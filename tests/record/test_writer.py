@@ -5,9 +5,18 @@ shows, and what the checks ask later must not depend on what it kept."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
-from harnesslab.messages import DataBlock, Message, Request, TextBlock, dumps, message_images
+from harnesslab.messages import (
+    DataBlock,
+    Message,
+    Request,
+    TextBlock,
+    ToolResultBlock,
+    dumps,
+    message_images,
+)
 from harnesslab.record.format import CALL_EVENTS, Declared, Record, content_kind
 from harnesslab.record.writer import RecordWriter
 from harnesslab.run.runner import RunResult, _declared
@@ -65,3 +74,28 @@ def test_requests_that_grow_shrink_and_change_hash_as_their_canonical_json() -> 
         assert e["present"] == d.present(text)
         assert e["kind"] == content_kind(text)
         assert e["images"] == sum(1 for m in r.messages for _ in message_images(m))
+
+
+def test_the_facts_a_writer_noted_are_those_the_file_gives(tmp_path: Path) -> None:
+    """A live record answers ``facts`` from what the writer noted per message; the same record
+    read back from its file reads the messages. Both give the successful JSON-object results,
+    in order, and nothing else (an error, a list, text, a result cut mid-JSON)."""
+    ok1, ok2 = '{"tool": "track_order", "status": "in_transit"}', '{"tool": "get_order", "id": 2}'
+    results = [ok1, '{"tool": "track_order", "error": "not_found"}', "[1, 2]", "no JSON",
+               '{"tool": "get_order"', ok2]
+    msgs = [Message("tool", (ToolResultBlock(f"c{n}", "track_order", out),))
+            for n, out in enumerate(results)]
+    msgs.insert(1, Message.text("user", ok1))  # a result quoted as text is no tool result
+    requests = [Request(system="s", messages=tuple(msgs[:k])) for k in range(1, len(msgs) + 1)]
+    requests.append(Request(system="s", messages=tuple(msgs[3:])))
+    path = tmp_path / "r.jsonl"
+    w = RecordWriter({}, Declared(), path)
+    for n, r in enumerate(requests, start=1):
+        w.emit({"type": "model_call", "call": n, "request": r})
+    w.close()
+    read = Record.load(path, finished=False)
+    assert read._facts_in is None and w.record._facts_in is not None
+    live = [w.record.facts(e["request"]) for e in w.record.of_type("model_call")]
+    assert live == [read.facts(e["request"]) for e in read.of_type("model_call")]
+    assert live[-2] == [json.loads(ok1), json.loads(ok2)] and live[-1] == [json.loads(ok2)]
+    assert live[0] == live[1] == [json.loads(ok1)]

@@ -5,6 +5,7 @@ of the whole serialised request finds, whatever the harness did to the sequence 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC
 
 import pytest
@@ -93,9 +94,13 @@ def conversations(draw: st.DrawFn) -> list[Request]:
     msgs = [message(draw, 0)]
     out = []
     for n in range(1, draw(st.integers(1, 6)) + 1):
-        op = draw(st.sampled_from(["append", "replace", "cut", "same"]))
+        op = draw(st.sampled_from(["append", "replace", "copy", "cut", "same"]))
         if op == "append":
             msgs = [*msgs, message(draw, n)]
+        elif op == "copy":  # an equal message, another object (a wire decodes afresh)
+            i = draw(st.integers(0, len(msgs) - 1))
+            msgs[i] = Message(msgs[i].role, tuple(replace(b) for b in msgs[i].content),
+                              id=msgs[i].id + "'")
         elif op == "replace":
             msgs[draw(st.integers(0, len(msgs) - 1))] = message(draw, n)
         elif op == "cut":
