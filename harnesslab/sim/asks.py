@@ -10,6 +10,7 @@ recognised only to be reported as such (the bench says it could not read the req
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -41,6 +42,7 @@ _ASKS: tuple[tuple[Ask, re.Pattern[str]], ...] = (
         r"\b(?:classify|categori[sz]e|label (?:the|this))\b|(?:分类|归类)", re.IGNORECASE)),
 )
 
+@functools.lru_cache(maxsize=256)  # a harness sends the same system prompt call after call
 def asks_in(text: str) -> Ask | None:
     """What ``text`` asks the model to do instead of answering, if it asks anything: the first
     kind (in the order title, memory, summary, classify) whose wording it holds."""
