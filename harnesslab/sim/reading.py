@@ -131,8 +131,22 @@ class View:
         # System and summary are always present, so the messages start after both "\n"s.
         self._heads = (reader_head := self._reader.head)(request.system), reader_head(request.summary)
         self._base = base = len(request.system) + len(request.summary) + 2
-        self.starts = [base + s for s in self._layout.starts]
         self._end = base + self._layout.end
+        # Whether every reading can be taken from the layout's running marks: no phrase that
+        # could span two segments, no tag left open at a segment's end.
+        self._running = self._reader.exact and not (
+            self._layout.last_marks.open_tag or self._heads[0].open_tag
+            or self._heads[1].open_tag)
+
+    @cached_property
+    def starts(self) -> list[int]:
+        """Each message's start."""
+        base = self._base
+        return [base + s for s in self._layout.starts]
+
+    def start(self, index: int) -> int:
+        """Message ``index``'s start."""
+        return self._base + self._layout.starts[index]
 
     @cached_property
     def text(self) -> str:
@@ -158,7 +172,8 @@ class View:
         return self._layout.segs[index]
 
     def message_end(self, index: int) -> int:
-        return self.starts[index + 1] if index + 1 < len(self.starts) else self._end
+        starts = self._layout.starts
+        return self._base + starts[index + 1] if index + 1 < len(starts) else self._end
 
     # --- ids --------------------------------------------------------------------------------
 
@@ -212,11 +227,11 @@ class View:
             if seg.utterance is None:
                 continue
             text, intent = seg.utterance
+            at = self.start(i)
             if len(seg.mentions) == 1 and self.request.messages[i].plain_text() == text:
-                out.append(Utterance(i, self.starts[i], self.message_end(i), text, intent))
+                out.append(Utterance(i, at, self.message_end(i), text, intent))
                 continue
-            out += [Utterance(i, self.starts[i] + p, self.starts[i] + p + len(u), u, it)
-                    for p, u, it in seg.mentions]
+            out += [Utterance(i, at + p, at + p + len(u), u, it) for p, u, it in seg.mentions]
         return out
 
     def current(self) -> tuple[int | None, tuple[str, Intent] | None]:
@@ -248,6 +263,11 @@ class View:
 
     @cached_property
     def tags(self) -> list[tuple[int, str, str]]:
+        heads = ((0, self._heads[0]), (len(self.request.system) + 1, self._heads[1]))
+        if not (self._layout.last_marks.open_tag or any(seg.open_tag for _, seg in heads)):
+            base = self._base
+            return [(off + p, kind, body) for off, seg in heads for p, kind, body in seg.tags] \
+                + [(base + p, kind, body) for p, kind, body in self._layout.tags]
         if any(seg.open_tag for _, seg in self._placed()):  # a tag may span two segments
             return [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(self.text)]
         return [(off + p, kind, body) for off, seg in self._placed() if seg.tags
@@ -261,6 +281,25 @@ class View:
         def see(c: Constraint, pos: int) -> None:
             found[c] = max(pos, found.get(c, -1))
 
+        if self._running:
+            # As below, read from the layout's running marks: the same positions, seen in the
+            # same order (phrases, the system prompt's and summary's first; then utterances;
+            # then tags).
+            marks, base = self._layout.last_marks, self._base
+            for off, seg in ((0, self._heads[0]), (len(self.request.system) + 1, self._heads[1])):
+                for c, p in seg.phrases.items():
+                    see(c, off + p)
+            for c, p in marks.phrases.items():
+                see(c, base + p)
+            for c, p in marks.said.items():
+                see(c, base + p)
+            for off, seg in ((0, self._heads[0]), (len(self.request.system) + 1, self._heads[1])):
+                for p, kind, body in seg.tags:
+                    if kind == "constraint" and body in _CONSTRAINTS:
+                        see(Constraint(body), off + p)
+            for c, p in marks.tagged.items():
+                see(c, base + p)
+            return found
         if self._reader.exact:
             for off, seg in self._placed():
                 for c, p in seg.phrases.items():
@@ -300,7 +339,8 @@ class View:
 
     @cached_property
     def claims(self) -> list[tuple[int, Claim]]:
-        out = [(u.start, c) for u in self.utterances for c in u.intent.claims]
+        base = self._base
+        out = [(base + p, c) for p, c in self._layout.claims]
         out += [(pos, c) for pos, c, _ in self._tag_claims]
         return sorted(out, key=lambda pc: pc[0])
 
@@ -331,8 +371,13 @@ class View:
 
     @cached_property
     def now(self) -> datetime | None:
-        times = [seg.times[-1][1] for _, seg in self._placed() if seg.times]
-        return times[-1] if times else None
+        """The latest time stated outside tool results: the messages', else the summary's,
+        else the system prompt's."""
+        now = self._layout.last_marks.now
+        for seg in (self._heads[1], self._heads[0]):
+            if now is None and seg.times:
+                now = seg.times[-1][1]
+        return now
 
     def outside_results(self) -> Iterator[tuple[int, str]]:
         """Every segment's text with its offset, tool results cut out (a tool's output is not

@@ -21,13 +21,13 @@ import bisect
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from harnesslab.messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
 from harnesslab.sim.facts import result_reading
-from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Constraint, Intent
+from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Claim, Constraint, Intent
 from harnesslab.sim.times import stated_times
 from harnesslab.sim.vocab import Vocab, bundled
 from harnesslab.tokens import common_prefix
@@ -84,15 +84,80 @@ class Segment:
 
 
 @dataclass(frozen=True)
+class Marks:
+    """What the marked segments up to one of them show, positions relative to the first
+    message's start: the running readings a request's view needs, so that a request sharing a
+    prefix with the last one reads only its new messages (``View`` adds the system prompt and
+    summary). Each constraint's latest position by source (phrases, utterances, constraint
+    tags; each map in the order constraints first appear), the tags and utterance claims so
+    far, the latest stated time, and whether a tag was left open."""
+
+    phrases: Mapping[Constraint, int]
+    said: Mapping[Constraint, int]
+    tagged: Mapping[Constraint, int]
+    tags: int      # how many of Layout.tags are this far
+    claims: int    # how many of Layout.claims
+    now: datetime | None
+    open_tag: bool
+
+
+_NO_MARKS = Marks({}, {}, {}, 0, 0, None, False)
+_CONSTRAINT_VALUES = frozenset(c.value for c in Constraint)
+
+
+def _utterance_spots(seg: Segment, m: Message) -> tuple[tuple[int, str, Intent], ...]:
+    """The utterances a marked segment holds with their starts in it (``View.utterances``):
+    the whole message when it is exactly one, else each mention."""
+    if seg.utterance is None:
+        return ()
+    if len(seg.mentions) == 1 and m.plain_text() == seg.utterance[0]:
+        return ((0, *seg.utterance),)
+    return seg.mentions
+
+
+def _marks(before: Marks, seg: Segment, m: Message, at: int,
+           tags: list[tuple[int, str, str]], claims: list[tuple[int, Claim]]) -> Marks:
+    """``before`` with a marked segment that starts at ``at`` (appending to ``tags`` and
+    ``claims``). Later segments lie after earlier ones: a later position replaces."""
+    phrases, said, tagged = before.phrases, before.said, before.tagged
+    if seg.phrases:
+        phrases = {**phrases, **{c: at + p for c, p in seg.phrases.items()}}
+    spots = _utterance_spots(seg, m)
+    if any(it.constraints for _, _, it in spots):
+        said = dict(said)
+        for p, _, it in spots:
+            for c in it.constraints:
+                said[c] = at + p
+    claims += [(at + p, c) for p, _, it in spots for c in it.claims]
+    if seg.tags:
+        tags += [(at + p, kind, body) for p, kind, body in seg.tags]
+        found = {Constraint(body): at + p for p, kind, body in seg.tags
+                 if kind == "constraint" and body in _CONSTRAINT_VALUES}
+        if found:
+            tagged = {**tagged, **found}
+    return Marks(phrases, said, tagged, len(tags), len(claims),
+                 seg.times[-1][1] if seg.times else before.now, before.open_tag or seg.open_tag)
+
+
+@dataclass(frozen=True)
 class Layout:
     """The segments of a message sequence, each message's start relative to the first
-    message's, the position just past the last piece, and which segments are ``marked``."""
+    message's, the position just past the last piece, which segments are ``marked``, and
+    the running ``Marks`` after each marked one (with the tags and utterance claims they
+    count)."""
 
     messages: tuple[Message, ...]
     segs: list[Segment]
     starts: list[int]
     end: int
     marked: list[int]
+    marks: list[Marks] = field(default_factory=list)
+    tags: list[tuple[int, str, str]] = field(default_factory=list)
+    claims: list[tuple[int, Claim]] = field(default_factory=list)
+
+    @property
+    def last_marks(self) -> Marks:
+        return self.marks[-1] if self.marks else _NO_MARKS
 
 
 _EMPTY = Layout((), [], [], 0, [])
@@ -264,7 +329,10 @@ class Reader:
         last = self._last
         k = common_prefix(last.messages, messages)
         segs, starts = last.segs[:k], last.starts[:k]
-        marked = last.marked[:bisect.bisect_left(last.marked, k)]
+        j = bisect.bisect_left(last.marked, k)
+        marked, marks = last.marked[:j], last.marks[:j]
+        kept = marks[-1] if marks else _NO_MARKS
+        tags, claims = last.tags[:kept.tags], last.claims[:kept.claims]
         pos = last.starts[k] if k < len(last.starts) else last.end
         # Messages the last sequence had after the shared prefix (a compaction keeps some of
         # them, shifted): found by identity; the sequence holds them, so ids are not reused.
@@ -278,7 +346,9 @@ class Reader:
                 pos += len(seg.text) + 1
             if seg.marked:
                 marked.append(i)
-        self._last = Layout(messages, segs, starts, pos, marked)
+                marks.append(_marks(marks[-1] if marks else _NO_MARKS, seg, m, starts[-1],
+                                    tags, claims))
+        self._last = Layout(messages, segs, starts, pos, marked, marks, tags, claims)
         return self._last
 
     def head(self, text: str) -> Segment:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harnesslab.messages import Message, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
-from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Constraint
+from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Act, Claim, ClaimKind, Constraint, Intent
 from harnesslab.sim.reading import View, phrase_patterns
 from harnesslab.sim.segments import Reader
 from harnesslab.sim.times import stated_times
@@ -148,3 +148,60 @@ def test_kept_messages_are_found_again_after_a_cut(cut: int) -> None:
     # The reading was kept, not redone, and the earlier layout was left as it was.
     assert after._layout.segs[0] is before.segs[cut]
     assert before.messages == msgs and len(before.segs) == 3
+
+
+# Utterances that state constraints and claims, said whole or inside a longer message.
+LEXICON = {
+    "帮我查订单 O-1001，简单一点": Intent(Act.ORDER_STATUS, order="O-1001",
+                                  constraints=(Constraint.BREVITY,)),
+    "请用英文回答，我是 U-2": Intent(Act.CHITCHAT, constraints=(Constraint.ENGLISH,
+                                                          Constraint.BREVITY),
+                             claims=(Claim(ClaimKind.IDENTITY, "U-2"),)),
+    "I own O-1002": Intent(Act.CHITCHAT, claims=(Claim(ClaimKind.OWNERSHIP, "O-1002"),)),
+    "回答详细些吧": Intent(Act.CHITCHAT, constraints=(Constraint.DETAILED,)),  # no phrase of it
+}
+SAID = [*LEXICON, *BITS]
+
+
+@st.composite
+def said(draw: st.DrawFn) -> list[Request]:
+    """Requests whose user messages say lexicon utterances, alone or among other pieces."""
+    msgs: list[Message] = []
+    out = []
+    for n in range(draw(st.integers(1, 6))):
+        if draw(st.booleans()) or not msgs:
+            whole = draw(st.booleans())
+            text = draw(st.sampled_from(list(LEXICON))) if whole else \
+                "".join(draw(st.lists(st.sampled_from(SAID), max_size=4)))
+            msgs = [*msgs, Message.text(draw(st.sampled_from(["user", "assistant"])), text,
+                                        id=f"m{n}")]
+        else:
+            msgs = msgs[draw(st.integers(0, len(msgs) - 1)):]
+        summary = "".join(draw(st.lists(st.sampled_from(SAID), max_size=2)))
+        system = draw(st.sampled_from(["sys", "sys 简单一点"]))
+        out.append(Request(system=system, summary=summary, messages=tuple(msgs)))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(said())
+def test_running_marks_read_as_every_marked_segment_does(requests: list[Request]) -> None:
+    """A request's constraints, claims, tags and time, taken from the layout's running marks,
+    are what reading every marked segment (and the system prompt and summary) gives, positions
+    and the order constraints are first seen in alike."""
+    reader = Reader(LEXICON, PHRASES)
+    for r in requests:
+        reader.next_call()
+        view = View(r, LEXICON, PHRASES, reader)
+        slow = View(r, LEXICON, PHRASES)
+        slow._running = False  # the segment-by-segment reading
+        assert list(view.constraint_positions.items()) == \
+            list(slow.constraint_positions.items())
+        placed = list(slow._placed())
+        if not any(seg.open_tag for _, seg in placed):
+            assert view.tags == [(off + p, k, b) for off, seg in placed for p, k, b in seg.tags]
+        claims = [(u.start, c) for u in slow.utterances for c in u.intent.claims]
+        claims += [(pos, c) for pos, c, _ in slow._tag_claims]
+        assert view.claims == sorted(claims, key=lambda pc: pc[0])
+        times = [seg.times[-1][1] for _, seg in placed if seg.times]
+        assert view.now == (times[-1] if times else None)
