@@ -20,6 +20,7 @@ gzip-compressed (``.jsonl.gz``): it is read the same.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -186,11 +187,15 @@ class Record:
         text = self._texts.get(ref["sha256"])
         if text is None:
             r = self.request(ref)
-            if len(self._texts) >= 8:
-                self._texts.clear()
-            text = self._texts[ref["sha256"]] = serialized_text(
-                r.system, r.summary, (message_text(m) for m in r.messages))
+            text = serialized_text(r.system, r.summary, (message_text(m) for m in r.messages))
+            self.note_text(ref, text)
         return text
+
+    def note_text(self, ref: Mapping[str, Any], text: str) -> None:
+        """Keep ``request_text`` of a stored request (a writer has the request in hand)."""
+        if len(self._texts) >= 8:
+            self._texts.clear()
+        self._texts[ref["sha256"]] = text
 
     def shows(self, ref: Mapping[str, Any], values: tuple[str, ...]) -> frozenset[str]:
         """Which of ``values`` the counted texts of a stored request contain. Read message by
@@ -200,7 +205,7 @@ class Record:
             text = self.request_text(ref)
             return frozenset(v for v in values if v in text)
         known = self._private_in
-        if known is not None and set(values) <= private_strings(self.header):
+        if known is not None and set(values) <= self._private_strings:
             # What the writer noted: no message is read back, nothing is kept per message.
             wanted = frozenset(values)
             hits = {v for h in self.message_hashes(ref) if h in known for v in known[h] & wanted}
@@ -226,6 +231,10 @@ class Record:
         if known is not None:
             return [d for h in self.message_hashes(ref) if h in known for d in known[h]]
         return [d for m in self.request(ref).messages for d in tool_facts(m)]
+
+    @functools.cached_property
+    def _private_strings(self) -> frozenset[str]:
+        return private_strings(self.header)
 
     def message_hashes(self, ref: Mapping[str, Any]) -> list[str]:
         """The message hashes of a stored request, in order: its own list, or the deltas

@@ -419,6 +419,11 @@ class RecordWriter:
         if isinstance(req, Request):
             ref, sums = self.request_ref(req)
             e["request"] = ref
+            if e["type"] == "compaction" and e.get("summary"):
+                # The judge reads a summary's source text (summary entity fidelity): made here,
+                # from the messages in hand, instead of from every message read back.
+                self.record.note_text(ref, serialized_text(
+                    req.system, req.summary, (message_text(m) for m in req.messages)))
             if ref.get("add") and ref["add"] == self._fresh:
                 fresh = len(self._fresh)  # the usual case: the messages just written, in order
             self._fresh = []
