@@ -103,9 +103,12 @@ class Declared:
         facts of texts joined by ``"\n"`` are the union of each one's."""
         low = text.lower()
         # Ids as the fake model reads them (anchored: PO-7731 shows no O-7731; the anchors see
-        # a line feed as they see a text's edge).
-        pats = self.patterns if self.patterns is not None else ID_PATTERNS.values()
-        ids = {m.group(0) for p in pats for m in p.finditer(text)}
+        # a line feed as they see a text's edge). A text holding no declared id as a substring
+        # holds none as a match: not searched.
+        ids: set[str] = set()
+        if any(i in text for i in self.ids):
+            pats = self.patterns if self.patterns is not None else ID_PATTERNS.values()
+            ids = {m.group(0) for p in pats for m in p.finditer(text)}
         return frozenset(
             [("ids", i) for i in self.ids if i in ids]
             + [("constraints", c) for c, ps in self.constraints.items()

@@ -166,18 +166,22 @@ _EMPTY = Layout((), [], [], 0, [])
 def _read(text: str, pieces: int, phrases: Mapping[Constraint, re.Pattern[str]],
           zone: tzinfo, results: tuple[Result, ...] = (),
           patterns: Mapping[str, re.Pattern[str]] = ID_PATTERNS, **more: Any) -> Segment:
-    ids = {s: tuple((m.start(), m.group(0)) for m in p.finditer(text)) for s, p in patterns.items()}
+    # Most text shows nothing: a pattern is run over it only once a first search finds it.
+    ids = {s: tuple((m.start(), m.group(0)) for m in p.finditer(text)) if p.search(text) else ()
+           for s, p in patterns.items()}
     found: dict[Constraint, int] = {}
     for c, pat in phrases.items():
         for m in pat.finditer(text):
             found[c] = m.start()
-    tags = tuple((m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text))
+    bracket = "[" in text  # every tag, closed or open, starts with one
+    tags = tuple((m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text)) \
+        if bracket else ()
     # A time inside a tool result is a fact's time, never "now".
     spans = [(r.start, r.start + len(r.text)) for r in results]
     times = tuple((p, t) for p, t in stated_times(text, zone)
                   if not any(a <= p < b for a, b in spans))
     return Segment(text, pieces, ids, found, tags, times,
-                   _OPEN_TAG_RE.search(text) is not None,
+                   bracket and _OPEN_TAG_RE.search(text) is not None,
                    results=results, **more)
 
 

@@ -135,8 +135,19 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
     return t if t.tzinfo is not None else t.replace(tzinfo=default)
 
 
+# Every form a statement is parsed in holds a digit (the tag's content too, or it parses to
+# nothing): a text without one states no time, and is not searched.
+_DIGIT = re.compile(r"\d")
+
+
 def stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
     """Each parseable statement of "now" in ``text``: its start and its time, in order."""
+    if _DIGIT.search(text) is None:
+        return
+    yield from _stated_times(text, default)
+
+
+def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
     for m in TIME_RE.finditer(text):
         raw = m.group("tag") or m.group("labelled") or m.group("prefix")
         t = parse_stated(raw, default)

@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harnesslab.messages import HintBlock, Message, Request, TextBlock, ToolResultBlock, ToolSchema
 from harnesslab.record.format import Record
@@ -20,7 +22,7 @@ from harnesslab.scenario.loader import load_scenario
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.reading import View, current_index
 from harnesslab.sim.summarizer import summary_request
-from harnesslab.sim.times import stated_times
+from harnesslab.sim.times import _stated_times, stated_times
 
 # --- decorations ------------------------------------------------------------------------------
 
@@ -343,3 +345,19 @@ def test_a_current_time_tag_under_its_kin_names_is_read(tag: str) -> None:
     assert not list(stated_times("the parcel left on 2026-11-29 from 杭州", zone))
     assert not list(stated_times(f"<{tag}>2026-11-29</ship_date>", zone))
     assert not list(stated_times("<ship_date>2026-11-29</ship_date>", zone))
+
+
+# Pieces of statements of the time: labels, tags, dates in every form, digits ASCII and not.
+TIME_BITS = ["Current time: ", "现在是", "<current-time>", "</current-time>", "<current_date>",
+             "</current_date>", "2026-11-29 10:00:00+08:00", "２０２６-１１-２９ １０:００",
+             "2026年11月29日 下午3点", "November 29, 2026 10:00 AM", "Sun, 29 Nov 2026 10:00:00 +0800",
+             "now", "today is ", "\n", " ", "tomorrow", "下午", "[", "١٢"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(TIME_BITS), max_size=6))
+def test_a_text_without_a_digit_is_not_searched_for_times(bits: list[str]) -> None:
+    """``stated_times`` skips a text with no digit (``\\d``, any script's): what it yields is what
+    the whole search yields, for texts with and without digits of every kind."""
+    text = "".join(bits)
+    assert list(stated_times(text, UTC)) == list(_stated_times(text, UTC))
