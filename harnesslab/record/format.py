@@ -85,6 +85,9 @@ def serialized_text(system: str, summary: str, message_texts: Iterable[str]) -> 
     return "\n".join([system, summary, *message_texts])
 
 
+_NOTHING: frozenset[tuple[str, str]] = frozenset()
+
+
 @dataclass
 class Declared:
     """The facts a scenario declares, whose presence in each request is recorded."""
@@ -109,12 +112,12 @@ class Declared:
         if any(i in text for i in self.ids):
             pats = self.patterns if self.patterns is not None else ID_PATTERNS.values()
             ids = {m.group(0) for p in pats for m in p.finditer(text)}
-        return frozenset(
-            [("ids", i) for i in self.ids if i in ids]
+        found = [("ids", i) for i in self.ids if i in ids] \
             + [("constraints", c) for c, ps in self.constraints.items()
-               if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)]
+               if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)] \
             + [("claims", c) for c, ts in self.claims.items()
-               if f"[claim:{c}" in text or any(t in text for t in ts)])
+               if f"[claim:{c}" in text or any(t in text for t in ts)]
+        return frozenset(found) if found else _NOTHING  # most texts: one object for all
 
     def listed(self, found: frozenset[tuple[str, str]]) -> dict[str, list[str]]:
         """``found`` as the record lists it: per field, in the declared order."""

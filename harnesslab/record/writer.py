@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,7 +47,8 @@ from harnesslab.tokens.kinds import kind_of, script_counts
 _BRACES = '{}":'
 _BLOBS_READ_KEPT = 1024
 _GENERATION = 4096  # message offsets per generation (FileBlobs)
-_TEXTS_KEPT = 1 << 12
+_TEXTS_KEPT = 1 << 10
+_NONE: frozenset[str] = frozenset()
 
 
 class FileBlobs(MutableMapping[str, Any]):
@@ -226,8 +228,8 @@ class RecordWriter:
         # where its text is at hand, instead of reading every message back at the end.
         self._private = sorted(private_strings(self.record.header))
         # A message's text measured (``_measure``, private values shown), by text: the bench's
-        # filler is made of a few sentences that recur. Let go of when full.
-        self._by_text: dict[str, tuple[_Sums, frozenset[str]]] = {}
+        # filler is made of a few sentences that recur. The oldest let go of when full.
+        self._by_text: OrderedDict[str, tuple[_Sums, frozenset[str]]] = OrderedDict()
         self.record._private_in = {}
         self.record._facts_in = {}
         # The true count of each applied compaction's request, counted while its messages
@@ -307,10 +309,9 @@ class RecordWriter:
         known = self._by_text.get(text)
         if known is None:
             if len(self._by_text) >= _TEXTS_KEPT:
-                self._by_text.clear()
-            known = self._by_text[text] = (
-                _measure(text, self.declared),
-                frozenset(v for v in self._private if v in text))
+                self._by_text.popitem(last=False)  # the oldest: full, it stays as full
+            shown = frozenset(v for v in self._private if v in text) if self._private else _NONE
+            known = self._by_text[text] = (_measure(text, self.declared), shown or _NONE)
         sums, shown = known
         if images:
             sums = replace(sums, images=images)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
@@ -35,7 +36,7 @@ from harnesslab.tokens import common_prefix
 # A tag opened and not closed before the segment's end: its match (if any) would run into the
 # next segment. (A statement of the time never spans a line: harnesslab.sim.times.)
 _OPEN_TAG_RE = re.compile(r"\[(?:constraint|claim|fact):[^\]]*\Z")
-_READINGS_KEPT = 1 << 12
+_READINGS_KEPT = 1 << 10
 
 
 def block_pieces(block: Block) -> tuple[str, ...]:
@@ -309,8 +310,8 @@ class Reader:
         self._last = _EMPTY
         # Readings by content (role and blocks: all a reading depends on), for a message that
         # is not the object read before: an equal one a wire decoded afresh, or the bench's
-        # own filler, made of a few sentences that recur. Let go of when full.
-        self._by_content: dict[tuple[str, tuple[Block, ...]], Segment] = {}
+        # own filler, made of a few sentences that recur. The oldest let go of when full.
+        self._by_content: OrderedDict[tuple[str, tuple[Block, ...]], Segment] = OrderedDict()
 
     def read(self, m: Message) -> Segment:
         """The reading of one message (``read_message``), kept by content."""
@@ -318,7 +319,7 @@ class Reader:
         seg = self._by_content.get(key)
         if seg is None:
             if len(self._by_content) >= _READINGS_KEPT:
-                self._by_content.clear()
+                self._by_content.popitem(last=False)  # the oldest: full, it stays as full
             seg = self._by_content[key] = read_message(m, self.lexicon, self.phrases, self.zone,
                                                        self.pattern, self.vocab)
         return seg

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Protocol
 
@@ -50,7 +51,7 @@ class CountingTokenizer:
         self.name = tokenizer.name if tokenizer is not None else name
         self._tok = tokenizer
         self._load = load
-        self._cache: dict[str, int] = {}
+        self._cache: OrderedDict[str, int] = OrderedDict()
         self.encoded = 0
 
     @property
@@ -69,8 +70,9 @@ class CountingTokenizer:
             n = self._tokenizer().count(text) if text else 0
             if len(self._cache) >= _TEXTS_KEPT:
                 # Counters keep each live message's count themselves; this cache only spares
-                # re-encoding texts seen moments ago, and must not grow with the run.
-                self._cache.clear()
+                # re-encoding texts seen moments ago, and must not grow with the run: the
+                # oldest goes (full, it stays as full, rather than refilling from empty).
+                self._cache.popitem(last=False)
             self._cache[text] = n
             self.encoded += 1
         return n
