@@ -168,11 +168,12 @@ class Record:
     _refs_gone: int = 0
     _anchor: list[str] | None = None
     _indexed: int = 0  # how many events _by_step covers (the writer keeps appending)
-    # Filled by a writer as it stores each message (its text in hand): the header's private
-    # values each message shows, for the messages that show any. ``None``: not known, read
-    # the messages (a record loaded from a file).
-    _private_in: dict[str, frozenset[str]] | None = None
-    # The same for ``tool_facts``: each message's facts, for the messages that hold any.
+    # Filled by a writer as it stores each request (its messages' texts measured once): the
+    # header's private values its messages show, by request number, for the requests not let
+    # go of. ``None``: not known, read the messages (a record loaded from a file).
+    _private_shown: dict[int, frozenset[str]] | None = None
+    # Filled by a writer as it stores each message: its ``tool_facts``, for the messages that
+    # hold any (``None`` as above).
     _facts_in: dict[str, tuple[dict[str, Any], ...]] | None = None
 
     def of_type(self, *kinds: str) -> list[dict[str, Any]]:
@@ -197,6 +198,11 @@ class Record:
             self.note_text(ref, text)
         return text
 
+    def note_private(self, n: int, shown: frozenset[str]) -> None:
+        """Note the private values the messages of request ``n`` show (a writer's)."""
+        if self._private_shown is not None:
+            self._private_shown[n] = shown
+
     def note_text(self, ref: Mapping[str, Any], text: str) -> None:
         """Keep ``request_text`` of a stored request (a writer has the request in hand)."""
         if len(self._texts) >= 8:
@@ -210,11 +216,11 @@ class Record:
         if any("\n" in v for v in values):
             text = self.request_text(ref)
             return frozenset(v for v in values if v in text)
-        known = self._private_in
-        if known is not None and set(values) <= self._private_strings:
+        known = self._private_shown
+        shown = known.get(ref["n"]) if known is not None and "n" in ref else None
+        if shown is not None and set(values) <= self._private_strings:
             # What the writer noted: no message is read back, nothing is kept per message.
-            wanted = frozenset(values)
-            hits = {v for h in self.message_hashes(ref) if h in known for v in known[h] & wanted}
+            hits = set(shown.intersection(values))
             hits.update(v for v in values
                         if v in self.blobs[ref["system"]] or v in self.blobs[ref["summary"]])
             return frozenset(hits)
@@ -279,6 +285,9 @@ class Record:
             self._anchor = self.message_hashes(last)
             self._refs_gone = last["n"] - 1
             self._refs = [last]
+            if self._private_shown:
+                self._private_shown = {n: v for n, v in self._private_shown.items()
+                                       if n >= last["n"]}
         self._expanded.clear()
         self._texts.clear()
 

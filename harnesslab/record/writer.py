@@ -48,7 +48,6 @@ _BRACES = '{}":'
 _BLOBS_READ_KEPT = 1024
 _GENERATION = 4096  # message offsets per generation (FileBlobs)
 _TEXTS_KEPT = 1 << 10
-_NONE: frozenset[str] = frozenset()
 
 
 class FileBlobs(MutableMapping[str, Any]):
@@ -166,11 +165,13 @@ class _Sums:
     chars: int = 0
     images: int = 0
     found: frozenset[tuple[str, str]] = frozenset()
+    private: frozenset[str] = frozenset()  # the header's private values shown
 
     def __add__(self, o: _Sums) -> _Sums:
         found = self.found if o.found <= self.found else self.found | o.found
+        private = self.private if o.private <= self.private else self.private | o.private
         return _Sums(self.braces + o.braces, self.cjk + o.cjk, self.latin + o.latin,
-                     self.chars + o.chars, self.images + o.images, found)
+                     self.chars + o.chars, self.images + o.images, found, private)
 
 
 def _measure(text: str, declared: Declared, images: int = 0) -> _Sums:
@@ -229,8 +230,8 @@ class RecordWriter:
         self._private = sorted(private_strings(self.record.header))
         # A message's text measured (``_measure``, private values shown), by text: the bench's
         # filler is made of a few sentences that recur. The oldest let go of when full.
-        self._by_text: OrderedDict[str, tuple[_Sums, frozenset[str]]] = OrderedDict()
-        self.record._private_in = {}
+        self._by_text: OrderedDict[str, _Sums] = OrderedDict()
+        self.record._private_shown = {}
         self.record._facts_in = {}
         # The true count of each applied compaction's request, counted while its messages
         # are the service's own (``count_compactions``): trigger lateness without a recount.
@@ -306,18 +307,18 @@ class RecordWriter:
             self._message_blob(h, d, js)
         images = sum(1 for _ in message_images(m))
         text = message_text(m)
-        known = self._by_text.get(text)
-        if known is None:
+        sums = self._by_text.get(text)
+        if sums is None:
             if len(self._by_text) >= _TEXTS_KEPT:
                 self._by_text.popitem(last=False)  # the oldest: full, it stays as full
-            shown = frozenset(v for v in self._private if v in text) if self._private else _NONE
-            known = self._by_text[text] = (_measure(text, self.declared), shown or _NONE)
-        sums, shown = known
+            sums = _measure(text, self.declared)
+            if self._private:
+                shown = frozenset(v for v in self._private if v in text)
+                if shown:
+                    sums = replace(sums, private=shown)
+            self._by_text[text] = sums
         if images:
             sums = replace(sums, images=images)
-        if shown:
-            assert self.record._private_in is not None
-            self.record._private_in[h] = shown
         facts = tool_facts(m)
         if facts:
             assert self.record._facts_in is not None
@@ -407,6 +408,8 @@ class RecordWriter:
                "session_id": r.session_id, "meta": [list(kv) for kv in r.meta],
                "sha256": sha.hexdigest()}
         self.record.add_ref(ref)
+        # What the leak checks ask of every call, from the running sums (no message read).
+        self.record.note_private(n, self._cum[-1].private)
         return ref, self._head(r.system) + self._head(r.summary) + self._cum[-1]
 
     def emit(self, event: dict[str, Any]) -> None:
