@@ -44,7 +44,9 @@ from .scenarios import long_scenario
 
 TURNS = 200
 LIMIT = 2.0  # full bench turn / the reference harness alone: the issue's target
-REGRESSION = 16.0  # measured 9-11 when this benchmark was written (the issue: 6-8.3)
+# Measured 9-11 when this benchmark was written (the issue: 6-8.3); 7.4-7.6 on chat and 6.0
+# on filler since the bench's reading, record and judgement became incremental (docs/performance.md).
+REGRESSION = 10.0
 TAPE: list[tuple[str, Any]] = []  # what the bench handed the harness, in order
 
 
