@@ -9,7 +9,8 @@ holding hints, calls, results and text) can be expressed as it is.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import json.encoder
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
@@ -475,7 +476,34 @@ def request_from_dict(d: Any, decoded: Decoded | None = None, sent: Sent | None 
     )
 
 
+def _canonical_encoder() -> Callable[[Any], str]:
+    # ``json.dumps`` with these options builds an encoder on every call (about half of its
+    # cost for a message); the C encoder ``JSONEncoder.iterencode`` makes is made once here.
+    # No circular check: the bench's JSON data is trees. Where the C encoder is missing or
+    # disagrees with ``json.dumps`` on a probe, ``JSONEncoder.encode`` (identical output).
+    enc = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return enc.encode
+    try:
+        c = make(None, enc.default, json.encoder.encode_basestring, None, ":", ",",
+                 True, False, True)
+    except TypeError:
+        return enc.encode
+
+    def encode(obj: Any) -> str:
+        return "".join(c(obj, 0))
+
+    probe = {"b": [1, 2.5, -0.0, 1e16, None, True, "é\"\n\u2028"], "a": {"z": "中文", "y": []}}
+    return encode if encode(probe) == enc.encode(probe) and encode("x") == '"x"' else enc.encode
+
+
+canonical_json: Callable[[Any], str] = _canonical_encoder()
+"""``json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))``: the
+record's JSON and every hash made of it."""
+
+
 def dumps(obj: Message | Request) -> str:
     """Canonical JSON text of a message or request (sorted keys, no ASCII escaping)."""
     d = message_to_dict(obj) if isinstance(obj, Message) else request_to_dict(obj)
-    return json.dumps(d, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return canonical_json(d)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,6 +18,7 @@ from harnesslab.messages import (
     ToolResultBlock,
     ToolSchema,
     block_from_dict,
+    canonical_json,
     dumps,
     message_from_dict,
     message_to_dict,
@@ -100,3 +103,22 @@ def test_decoded_reuses_the_messages_a_resent_history_decoded_to() -> None:
     # Without it every message is decoded again: equal, never the same objects.
     plain = request_from_dict(body(h[4:12])).messages
     assert plain == slid and not any(a is b for a, b in zip(plain, slid, strict=True))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
+                                                                max_size=4),
+    max_leaves=12)
+
+
+@given(_JSON)
+def test_canonical_json_is_json_dumps_with_the_records_options(value: object) -> None:
+    # The encoder made once must write what json.dumps writes: every record hash is made of it.
+    assert canonical_json(value) == json.dumps(value, ensure_ascii=False, sort_keys=True,
+                                               separators=(",", ":"))
+
+
+def test_canonical_json_refuses_what_json_dumps_refuses() -> None:
+    with pytest.raises(TypeError):
+        canonical_json({"a": object()})

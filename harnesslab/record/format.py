@@ -38,6 +38,7 @@ from harnesslab.messages import (
     ToolResultBlock,
     ToolSchema,
     block_texts,
+    canonical_json,
     message_from_dict,
 )
 from harnesslab.sim.intents import ID_PATTERNS
@@ -52,8 +53,7 @@ FULL_EVERY = 256
 CALL_EVENTS = ("model_call", "overflow", "protocol_error")
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+_dumps = canonical_json
 
 
 def _h(text: str) -> str:
