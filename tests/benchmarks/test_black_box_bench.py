@@ -108,9 +108,13 @@ def test_black_box_suite_cpu_ratio(benchmark: Any) -> None:
 # A long conversation through the wrapper: before the native wire named what a request shares
 # with an earlier one (messages.Sent), every call sent and decoded the whole history again,
 # and 1,200 turns cost 5.1x to 6.0x the run in process (13.1 s and 15.9 s against 2.6 s);
-# naming it, 1.9x to 2.0x.
+# naming it, 1.9x to 2.0x. The bench in process has since got 4x cheaper (0.6 s to 0.7 s, issue
+# 23) while the program's own turns have not, so the same linear wire reads 2.5x idle and 3.53x
+# in a fresh-clone CI run; resending the history, measured against today's bench (the program's
+# references switched off), reads 30.9x (18.5 s against 0.60 s). The limit sits between the
+# two classes, well clear of both.
 LONG_TURNS = 1200
-LONG_LIMIT = 3.5
+LONG_LIMIT = 6.0
 
 
 def _long_cpu(cli_set: dict[str, Any]) -> float:
@@ -132,7 +136,7 @@ def test_a_long_conversation_through_the_wrapper_costs_linear_work(benchmark: An
     ratio = wire / inproc
     report(benchmark, f"{LONG_TURNS} turns of one growing conversation: in process "
            f"{inproc:.2f} s CPU, through the reference harness as a program {wire:.2f} s: "
-           f"{ratio:.2f}x (limit {LONG_LIMIT:g}x; resending the history was 5.1x to 6.0x)",
+           f"{ratio:.2f}x (limit {LONG_LIMIT:g}x; resending the history 30.9x)",
            long_inproc_cpu_s=inproc, long_wire_cpu_s=wire, long_ratio=ratio)
     benchmark.pedantic(lambda: None, rounds=1)
     assert ratio <= LONG_LIMIT
