@@ -105,15 +105,10 @@ def test_black_box_suite_cpu_ratio(benchmark: Any) -> None:
     assert ratio <= LIMIT
 
 
-# A long conversation through the wrapper: before the native wire named what a request shares
-# with an earlier one (messages.Sent), every call sent and decoded the whole history again, and
-# 1,200 turns cost 5.1x to 6.0x the run in process (13.1 s and 15.9 s against 2.6 s); naming it,
-# 1.9x to 2.0x. The bench in process has since got 4x cheaper (2.6 s down to 0.6-0.7 s, issue 23)
-# while the program's own turns have not, so the same linear wire reads 2.5x to 3.1x alone and
-# 3.53x and 4.67x in two fresh-clone CI runs (its 1,200 round trips on two busy cores move by
-# half); resending the history, measured against today's bench (the program's references switched
-# off), reads 30.9x (18.5 s against 0.60 s). The limit sits between the two classes, twice the
-# worst linear figure and a third of the resending one.
+# A long conversation through the wrapper: linear work (the native wire names what a request
+# shares with an earlier one, messages.Sent) reads 2.5x to 4.67x the run in process, resending
+# the whole history 30.9x; the limit sits between the two classes (docs/black-box.md has the
+# measurements and their history).
 LONG_TURNS = 1200
 LONG_LIMIT = 10.0
 
