@@ -173,11 +173,12 @@ class Request:
     output_budget: int | None = None  # None: the service profile's default max output
     session_id: str = ""
     # e.g. ("purpose", "summary"); none of it is read by the model but "response_format", the
-    # output format a wire passed on (an API hands it to the model too).
+    # output format a wire passed on, and "tool_choice", which an API enforces on the model.
     meta: tuple[tuple[str, str], ...] = field(default=())
 
     def with_meta(self, *items: tuple[str, str]) -> Request:
-        """A copy with more metadata (not read by the model, but ``response_format``)."""
+        """A copy with more metadata (not read by the model, but ``response_format`` and
+        ``tool_choice``)."""
         return replace(self, meta=self.meta + items)
 
 

@@ -15,7 +15,8 @@ Anthropic -> Request (``request_from_anthropic``):
   stay at the head of the user message, as Anthropic lays them out (the service accepts
   that layout);
 - ``tools``: each tool's JSON text as sent; ``max_tokens`` (required, as the API requires it)
-  is the output budget.
+  is the output budget; a ``tool_choice`` other than ``auto`` is kept as the request's
+  ``("tool_choice", ...)`` meta (``adapters.tool_choice``; the fake model obeys it).
 
 Request -> Anthropic (``request_to_anthropic``) writes the **normal form**: a message whose
 content is exactly one text block is a string, anything else a list of blocks; a
@@ -40,6 +41,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
+from harnesslab.adapters.tool_choice import choice_from_anthropic, choice_of
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Block,
@@ -176,9 +178,10 @@ def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "") -> 
     tools_raw = body.get("tools") or []
     if not isinstance(tools_raw, list):
         raise InputError("expected a list of tools", field="tools")
-    return Request(system=_system(body.get("system")), messages=messages,
-                   tools=tuple(_tool(t, k) for k, t in enumerate(tools_raw)),
-                   output_budget=budget, session_id=session_id)
+    tools = tuple(_tool(t, k) for k, t in enumerate(tools_raw))
+    return Request(system=_system(body.get("system")), messages=messages, tools=tools,
+                   output_budget=budget, session_id=session_id,
+                   meta=choice_from_anthropic(body.get("tool_choice"), [t.name for t in tools]))
 
 
 # --- Request -> Anthropic ----------------------------------------------------------------------
@@ -253,6 +256,11 @@ def request_to_anthropic(r: Request, *, model: str = "harnesslab",
         body["system"] = system
     if r.tools:
         body["tools"] = [t.to_dict() for t in r.tools]
+    choice = choice_of(r)
+    if choice is not None:
+        kind, name = choice
+        body["tool_choice"] = {"type": "tool", "name": name} if name is not None else \
+            {"type": "any" if kind == "required" else "none"}
     return body
 
 

@@ -205,7 +205,11 @@ class _Model:
         body = {"request": {"system": request.system, "summary": request.summary,
                             "messages": items, "tools": tools,
                             "output_budget": request.output_budget,
-                            "session_id": request.session_id}, "estimate": estimate}
+                            "session_id": request.session_id,
+                            # what an API takes as a parameter: the fake model obeys it
+                            "meta": [list(kv) for kv in request.meta
+                                     if kv[0] in ("tool_choice", "response_format")]},
+                "estimate": estimate}
         return json.dumps(body, ensure_ascii=False).encode()
 
     def call(self, request: Request, *, purpose: str = "reply",

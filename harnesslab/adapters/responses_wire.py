@@ -21,6 +21,8 @@ Responses -> Request (``request_from_responses``), one bench message per input i
   "mcp__server", "tools": [...]}``) is its function tools, each under its own name with the
   group's name added to its JSON as ``namespace``; ``max_output_tokens`` is the output budget.
   A ``function_call`` item's ``namespace`` is not kept (the call is named by its ``name``).
+  A ``tool_choice`` other than ``auto`` is kept as the request's ``("tool_choice", ...)`` meta
+  (``adapters.tool_choice``; the fake model obeys it).
 
 ``previous_response_id`` (with ``store``, true unless said false) is the server's business:
 the input of the response it names, then that response's output, then this ``input``
@@ -50,6 +52,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
+from harnesslab.adapters.tool_choice import choice_from_responses, choice_of
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Block,
@@ -221,9 +224,10 @@ def request_from_responses(body: Mapping[str, Any], *, items: list[Any] | None =
                                or budget < 1):
         raise InputError(f"expected a positive integer, got {budget!r}",
                          field="max_output_tokens")
-    return Request(system=system, messages=messages,
-                   tools=tuple(s for k, t in enumerate(tools_raw) for s in _tools(t, k)),
-                   output_budget=budget, session_id=session_id)
+    tools = tuple(s for k, t in enumerate(tools_raw) for s in _tools(t, k))
+    return Request(system=system, messages=messages, tools=tools,
+                   output_budget=budget, session_id=session_id,
+                   meta=choice_from_responses(body.get("tool_choice"), [t.name for t in tools]))
 
 
 # --- Request -> Responses ----------------------------------------------------------------------
@@ -296,6 +300,10 @@ def request_to_responses(r: Request, *, model: str = "harnesslab") -> dict[str, 
         body["instructions"] = r.system
     if r.tools:
         body["tools"] = [t.to_dict() for t in r.tools]
+    choice = choice_of(r)
+    if choice is not None:
+        kind, name = choice
+        body["tool_choice"] = kind if name is None else {"type": "function", "name": name}
     if r.output_budget is not None:
         body["max_output_tokens"] = r.output_budget
     return body

@@ -271,6 +271,21 @@ def body_problem(body: Any, raw: bytes | None = None) -> str | None:
     return None
 
 
+_PARAMETERS = ("tool_choice", "response_format")
+
+
+def _parameters(meta: Any) -> list[list[str]]:
+    """The native request's meta entries an API takes as parameters; anything else in it (a
+    purpose) is the program's own business and dropped. Bad input: not a list of pairs."""
+    if meta is None:
+        return []
+    if not isinstance(meta, list) or not all(
+            isinstance(kv, list) and len(kv) == 2 and all(isinstance(x, str) for x in kv)
+            for kv in meta):
+        raise InputError("expected a list of [key, value] string pairs", field="request.meta")
+    return [kv for kv in meta if kv[0] in _PARAMETERS]
+
+
 def build_app(sessions: Sessions) -> Any:
     """The ASGI app over ``sessions`` (module docstring)."""
     _require()
@@ -455,9 +470,11 @@ def build_app(sessions: Sessions) -> Any:
         body = await body_of(req)
         estimate = body.get("estimate")
         try:
-            # No meta: a program cannot tell the bench what a call is for.
-            request = request_from_dict({**body.get("request", {}),
-                                         "session_id": s.context.session.id, "meta": []},
+            # Of the meta, only what an API takes as a parameter (tool_choice,
+            # response_format): a program cannot tell the bench what a call is for.
+            raw = body.get("request", {})
+            request = request_from_dict({**raw, "session_id": s.context.session.id,
+                                         "meta": _parameters(raw.get("meta"))},
                                         s.decoded, s.sent)
             if estimate is not None and (not isinstance(estimate, int)
                                          or isinstance(estimate, bool)):

@@ -5,7 +5,8 @@ No state survives a call: no counters, no clock, no randomness but ``draw`` (a h
 and an item key). A reply is one of: a summary (or a refusal), when the request asks for one; a
 clarifying question, when the current utterance is not in the lexicon or a ``@ref`` has no
 visible candidate; a tool call, when the fact the act needs is missing or stale; an answer,
-which obeys the visible constraints and states only what a visible fact gives.
+which obeys the visible constraints and states only what a visible fact gives. Whichever it
+is, it takes the form the request's ``tool_choice`` allows (``harnesslab.sim.choice``).
 
 What counts as visible, and where, is ``harnesslab.sim.reading`` (``serialize`` documents the
 positions); the summarizer is ``harnesslab.sim.summarizer``.
@@ -26,6 +27,7 @@ from typing import Any
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
 from harnesslab.sim.asks import asks_in
+from harnesslab.sim.choice import AUTO, obey, offered, tool_choice
 from harnesslab.sim.declared import DeclaredNeed, act_content, act_need, act_unable, need_of
 from harnesslab.sim.declared import content as declared_content
 from harnesslab.sim.declared import unable as declared_unable
@@ -240,15 +242,25 @@ class FakeModel:
     def reply(self, request: Request) -> ModelReply:
         self._reader.next_call()
         view = View(request, self._lexicon, self._phrases, self._reader)
+        choice = tool_choice(request)
         found = summary_request(view)
         if found is not None:
             form, part = found
             content = View(part, self._lexicon, self._phrases, self._reader)
-            blocks, notes = summarize(request, form, view, content, seed=self._seed,
-                                      profile=self._extractor if form in ("pin", "memory")
-                                      else self._summarizer)
-            return ModelReply(blocks, notes)
-        return self._auxiliary(view) or self._turn(view)
+            got = ModelReply(*summarize(request, form, view, content, seed=self._seed,
+                                        profile=self._extractor if form in ("pin", "memory")
+                                        else self._summarizer))
+        else:
+            # The turn decides with only the tools the choice lets it call (a ``none`` round
+            # answers that it cannot check); the reply's form is then the choice's.
+            if choice is not AUTO:
+                view = View(offered(request, choice), self._lexicon, self._phrases,
+                            self._reader)
+            got = self._auxiliary(view) or self._turn(view)
+        if choice is AUTO:
+            return got
+        return ModelReply(*obey(request, choice, got.blocks, got.annotations, view.text,
+                                frozenset(self._domain.spec.tools)))
 
     def _auxiliary(self, view: View) -> ModelReply | None:
         """A call that asks no question but, in its instructions, for something else: a title

@@ -69,7 +69,7 @@ from harnesslab.sim.reading import (
 from harnesslab.sim.segments import utterances_in
 from harnesslab.sim.vocab import Vocab, bundled
 
-__all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "restates", "summarize",
+__all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "filled", "restates", "summarize",
            "summary_form", "summary_request", "swap_id"]
 
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
@@ -534,7 +534,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     if asked_json is not None and isinstance(body, str):
         # Asked to answer in a JSON schema (response_format): the text in its first string
         # field, every other field empty of its type, as a model filling the schema would.
-        body = json.dumps(_fill(asked_json, body), ensure_ascii=False)
+        body = json.dumps(filled(asked_json, body), ensure_ascii=False)
     blocks: tuple[Block, ...]
     if isinstance(body, dict):
         args = written_json(json.dumps(body, ensure_ascii=False), profile.json_form)
@@ -583,7 +583,10 @@ def json_properties(request: Request) -> dict[str, Any] | None:
     return dict(props) if isinstance(props, dict) and props else None
 
 
-def _fill(props: Mapping[str, Any], text: str) -> dict[str, Any]:
+def filled(props: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """``text`` in the first string property, every other one empty of its type: what a model
+    asked for a schema writes (a response_format here; a forced tool's arguments in
+    ``sim.choice``)."""
     empty = {"string": "", "array": [], "object": {}, "integer": 0, "number": 0, "boolean": False}
     out: dict[str, Any] = {}
     left: str | None = text
@@ -593,8 +596,8 @@ def _fill(props: Mapping[str, Any], text: str) -> dict[str, Any]:
             out[name], left = left, None
         else:
             out[name] = empty.get(kind) if isinstance(kind, str) else None
-    if left is not None:
-        out[next(iter(props))] = left
+    if left is not None and out:
+        out[next(iter(out))] = left
     return out
 
 
