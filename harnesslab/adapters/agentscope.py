@@ -335,10 +335,9 @@ class AgentScopeHarness:
         names = [t["function"]["name"] for t in tools or []]
         summary = self._compacting and names == [SUMMARY_TOOL]
         meta: tuple[tuple[str, str], ...] = (("purpose", "summary" if summary else "reply"),)
-        if summary or tool_choice is not None:
-            mode = None if tool_choice is None else str(tool_choice.mode)
-            meta += (("tool_choice", "none" if mode is None else
-                      "forced" if mode == SUMMARY_TOOL else mode),)
+        if tool_choice is not None:  # None: AgentScope sends none (the API's default)
+            mode = str(tool_choice.mode)
+            meta += (("tool_choice", "forced" if mode == SUMMARY_TOOL else mode),)
         if summary and self._removed is None:
             # system, the summary if any, what is compressed, the compression prompt
             self._removed = len(msgs) - 2 - bool(self.agent.state.summary)

@@ -182,13 +182,13 @@ class AgentScopeCompaction(Stateless):
         return f"<system-info>{text}</system-info>" if text else None
 
     def _generate(self, h: ReferenceHarness, req: Request, est: int) -> str | None:
-        """One ``generate_structured_output``: AgentScope's ladder (forced, auto, none), three
-        tries when the model answers without the tool. A service error is not retried by the
-        ladder: it propagates."""
+        """One ``generate_structured_output``: AgentScope's ladder (forced, auto, then no
+        tool_choice at all, the API's default), three tries when the model answers without
+        the tool. A service error is not retried by the ladder: it propagates."""
         tries = 3 if self.summary_kind == "structured" else 1
-        for choice in ("forced", "auto", "none")[:tries]:
-            resp = h.call(req.with_meta(("tool_choice", choice)), purpose="summary",
-                          estimate=est)
+        for choice in ("forced", "auto", "")[:tries]:  # "": AgentScope's "none", sent unset
+            resp = h.call(req.with_meta(("tool_choice", choice)) if choice else req,
+                          purpose="summary", estimate=est)
             summary = self._parse(h, resp.blocks)
             if summary is not None:
                 return summary

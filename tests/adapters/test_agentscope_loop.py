@@ -170,7 +170,7 @@ def test_the_summary_replaces_the_previous_one_which_is_sent_with_the_request() 
 
 # --- failures: the ladder, truncation, no fallback, the overflow retry -----------------------------
 
-def test_a_model_without_the_tool_is_asked_forced_auto_none_then_the_context_is_truncated() -> None:
+def test_a_model_without_the_tool_is_asked_forced_auto_unset_then_the_context_is_truncated() -> None:
     # A trigger of 0.5 leaves room for the summary request (no overflow retry here).
     ref, ags = both(replies=[say("fine.")], summarize=refuse, context_size=1500,
                     trigger_ratio=0.5, reserve_ratio=0.3)
@@ -179,7 +179,7 @@ def test_a_model_without_the_tool_is_asked_forced_auto_none_then_the_context_is_
         assert not r.turn(WHERE).failed
     assert_same(ref, ags)
     assert [c.tool_choice for c in ags.calls() if c.purpose == "summary"] == [
-        "forced", "auto", "none"]
+        "forced", "auto", None]  # the last with no tool_choice: the API's default
     (ev,) = ags.events("compaction")
     assert (ev["summary_ok"], ev["applied"], ev["summary"]) == (False, True, TRUNCATED)
     assert (ev["removed"], ev["kept"]) == (9, 1)  # the newest message, within the reserve
@@ -207,7 +207,7 @@ def test_an_overflowing_summary_request_is_retried_once_without_the_oldest_messa
         r.preload(FILLER[:7])
     assert_same(ref, ags)
     reqs = summaries(ags)
-    assert [dict(r.meta)["tool_choice"] for r in reqs] == ["forced", "auto", "none"] * 2
+    assert [dict(r.meta).get("tool_choice") for r in reqs] == ["forced", "auto", None] * 2
     first, retry = reqs[0], reqs[3]
     assert len(retry.messages) < len(first.messages)
     assert retry.messages[-1].content == first.messages[-1].content  # the compression prompt

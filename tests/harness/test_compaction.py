@@ -70,8 +70,8 @@ def summary_calls(r: Rig) -> list[dict[str, Any]]:
     return r.calls("summary")
 
 
-def choices(r: Rig) -> list[str]:
-    return [dict(c["request"].meta)["tool_choice"] for c in r.calls("summary")]
+def choices(r: Rig) -> list[str | None]:
+    return [dict(c["request"].meta).get("tool_choice") for c in r.calls("summary")]
 
 
 # --- structured ----------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_refusing_summarizer_three_calls_then_truncation() -> None:
     h = r.harness
     split = h.split(h.cfg.reserve_tokens)
     assert h.maintain() is True
-    assert choices(r) == ["forced", "auto", "none"]
+    assert choices(r) == ["forced", "auto", None]
     # Forced, the refusal is a call of the tool that fills nothing (a real API returns a
     # tool call under a forced choice); the schema check rejects it as it rejects the text.
     forced, *rest = [c["reply"] for c in summary_calls(r)]
@@ -242,7 +242,7 @@ def test_overflowing_summary_request_drops_oldest_and_retries_once() -> None:
     assert h.maintain() is True
     calls = summary_calls(r)
     assert [c["estimate"] for c in calls] == [958] * 3 + [653] * 3
-    assert choices(r) == ["forced", "auto", "none"] * 2
+    assert choices(r) == ["forced", "auto", None] * 2
     assert [m.id for m in calls[3]["request"].messages[:-1]] == ["u3", "a3", "u4", "a4", "u5", "a5"]
     assert (h.summary, h.context) == (TRUNCATED, ())
 
