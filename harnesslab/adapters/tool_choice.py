@@ -107,7 +107,10 @@ def choice_from_anthropic(raw: Any, tools: Sequence[str]) -> Meta:
 def choice_of(r: Request) -> tuple[Kind, str | None] | None:
     """The choice ``r``'s meta states, to write into a body: None for ``auto``; ``forced``
     is the one tool offered (any tool when there are several)."""
-    raw = next((v for k, v in r.meta if k == "tool_choice"), None)
+    raw = None
+    for k, v in r.meta:  # the last one stated wins (with_meta appends)
+        if k == "tool_choice":
+            raw = v
     if raw is None or raw == "auto" or not r.tools:
         return None
     if raw == "none":

@@ -44,7 +44,10 @@ def tool_choice(request: Request) -> Choice:
     """The request's choice (module docstring)."""
     if not request.meta or not request.tools:
         return AUTO
-    raw = next((v for k, v in request.meta if k == "tool_choice"), None)
+    raw = None
+    for k, v in request.meta:  # the last one stated wins (with_meta appends)
+        if k == "tool_choice":
+            raw = v
     if raw is None or raw == "auto":
         return AUTO
     if raw == "none":

@@ -36,6 +36,7 @@ def test_the_choice_is_read_from_the_meta() -> None:
     assert tool_choice(chose(r, "required")) == Choice("required")
     assert tool_choice(chose(r, "any")) == Choice("required")
     assert tool_choice(chose(r, "track_order")) == Choice("named", "track_order")
+    assert tool_choice(chose(chose(r, "required"), "none")) == Choice("none")  # the last wins
     # A tool the request does not offer, or no tools at all: nothing to force.
     assert tool_choice(chose(r, "no_such_tool")) is AUTO
     assert tool_choice(chose(req(user(ASK_1001), tools=()), "required")) is AUTO

@@ -76,6 +76,9 @@ def test_a_choice_round_trips_through_every_wire(value: str) -> None:
     forced = Request("", r.messages, tools=r.tools, meta=(("tool_choice", "forced"),))
     assert request_to_openai(forced)["tool_choice"] == {
         "type": "function", "function": {"name": "track_order"}}
+    restated = Request("", r.messages, tools=r.tools, meta=(("tool_choice", "required"),
+                                                           ("tool_choice", "none")))
+    assert request_to_openai(restated)["tool_choice"] == "none"  # the last stated wins
 
 
 @pytest.mark.parametrize("choice, field, match", [
