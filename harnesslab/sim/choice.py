@@ -16,14 +16,15 @@ with no tool offered, is read as ``auto`` (the wires reject both as bad input fi
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
+from harnesslab.sim.draws import call_id
 from harnesslab.sim.intents import SUMMARY_TOOL
+from harnesslab.sim.notes import tool_parameters
 from harnesslab.sim.summarizer import filled
 
 __all__ = ["AUTO", "Choice", "obey", "offered", "tool_choice"]
@@ -72,14 +73,6 @@ def offered(request: Request, choice: Choice) -> Request:
     return request
 
 
-def _properties(tool: ToolSchema) -> dict[str, Any]:
-    d = tool.to_dict()
-    fn = d.get("function", d)
-    params = (fn.get("parameters") or fn.get("input_schema")) if isinstance(fn, Mapping) else None
-    props = params.get("properties") if isinstance(params, Mapping) else None
-    return dict(props) if isinstance(props, Mapping) else {}
-
-
 def _as_text(call: ToolCallBlock) -> str:
     """A tool call's arguments as the text a model told not to call tools writes instead:
     the string values, one a line (the raw arguments when they are no JSON object)."""
@@ -122,7 +115,7 @@ def obey(request: Request, choice: Choice, blocks: tuple[Block, ...],
     text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
     # A refusal fills nothing: the call a forced model makes when it will not do the task.
     args = {} if annotations.get("kind") == "summary_refused" else \
-        filled(_properties(tool), text)
+        filled(tool_parameters(tool)[0], text)
     raw = json.dumps(args, ensure_ascii=False)
-    cid = "call_" + hashlib.sha256((serialized + tool.name + raw).encode("utf-8")).hexdigest()[:12]
-    return (ToolCallBlock(cid, tool.name, raw),), {**annotations, "tool_choice": choice.mode}
+    call = ToolCallBlock(call_id(serialized, tool.name, raw), tool.name, raw)
+    return (call,), {**annotations, "tool_choice": choice.mode}

@@ -17,7 +17,6 @@ call or answer, in that order), and reading them in one place is how a change st
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -32,6 +31,7 @@ from harnesslab.sim.declared import DeclaredNeed, act_content, act_need, act_una
 from harnesslab.sim.declared import content as declared_content
 from harnesslab.sim.declared import unable as declared_unable
 from harnesslab.sim.domain import USER, Domain, bundled_domain
+from harnesslab.sim.draws import call_id
 from harnesslab.sim.intents import (
     FILE_READ_TOOL,
     FILE_WRITE_TOOL,
@@ -45,7 +45,7 @@ from harnesslab.sim.intents import (
     claim_tag,
     constraint_tag,
 )
-from harnesslab.sim.notes import note_call
+from harnesslab.sim.notes import note_call, tool_parameters
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
 from harnesslab.sim.segments import Reader
 from harnesslab.sim.summarizer import (
@@ -105,10 +105,6 @@ class _Need:
     args: dict[str, str]
 
 
-def _call_id(serialized: str, name: str, args: str) -> str:
-    return "call_" + hashlib.sha256((serialized + name + args).encode("utf-8")).hexdigest()[:12]
-
-
 def _fit(core: str, brief: bool, lang: Lang, fact: Fact | None) -> str:
     """Apply the length rule: at most BRIEF_MAX_CHARS under brevity, else at least
     LONG_MIN_CHARS, padded with the lookup time and then fixed polite sentences."""
@@ -159,10 +155,7 @@ def _properties(view: View, name: str) -> set[str]:
     """The parameter names of the offered tool ``name`` (empty when it is not offered)."""
     for t in view.request.tools:
         if t.name == name:
-            fn = t.to_dict().get("function", t.to_dict())
-            params = fn.get("parameters") or fn.get("input_schema") or {}
-            props = params.get("properties") if isinstance(params, dict) else None
-            return set(props) if isinstance(props, dict) else set()
+            return set(tool_parameters(t)[0])
     return set()
 
 
@@ -207,12 +200,12 @@ def _remember(view: View, index: int) -> ToolCallBlock | None:
         return None
     elif "file_path" in _properties(view, FILE_READ_TOOL) and not called(FILE_READ_TOOL):
         raw = json.dumps({"file_path": path}, ensure_ascii=False)
-        return ToolCallBlock(_call_id(view.text, FILE_READ_TOOL, raw), FILE_READ_TOOL, raw)
+        return ToolCallBlock(call_id(view.text, FILE_READ_TOOL, raw), FILE_READ_TOOL, raw)
     lines = [constraint_tag(c) for c in view.ordered_constraints()]
     lines += [claim_tag(c) for _, c in view.claims]
     raw = json.dumps({key: path, "content": "\n".join(dict.fromkeys(lines))},
                      ensure_ascii=False)
-    return ToolCallBlock(_call_id(view.text, tool, raw), tool, raw)
+    return ToolCallBlock(call_id(view.text, tool, raw), tool, raw)
 
 
 class FakeModel:
@@ -238,6 +231,7 @@ class FakeModel:
         # The domain's ids, tools and answer words (the bundled world's by default).
         self._domain = domain or bundled_domain("commerce")
         self._reader = Reader(self._lexicon, self._phrases, zone, vocab_of(self._domain))
+        self._own_tools = frozenset(self._domain.spec.tools)  # what a forced reply avoids
 
     def reply(self, request: Request) -> ModelReply:
         self._reader.next_call()
@@ -260,7 +254,7 @@ class FakeModel:
         if choice is AUTO:
             return got
         return ModelReply(*obey(request, choice, got.blocks, got.annotations, view.text,
-                                frozenset(self._domain.spec.tools)))
+                                self._own_tools))
 
     def _auxiliary(self, view: View) -> ModelReply | None:
         """A call that asks no question but, in its instructions, for something else: a title
@@ -303,7 +297,7 @@ class FakeModel:
                 note_call(request, instructions, index, body)
             if call is not None:  # offered a tool to write the note with (sim.notes)
                 name, raw = call
-                return ModelReply((ToolCallBlock(_call_id(view.text, name, raw), name, raw),),
+                return ModelReply((ToolCallBlock(call_id(view.text, name, raw), name, raw),),
                                   notes)
             return ModelReply(blocks, notes)
         text = _CLARIFY[("utterance_not_found", lang)]
@@ -435,7 +429,7 @@ class FakeModel:
                 "answer", view, **base, reason="tool_not_offered", unable="not_offered"))
         else:
             raw = json.dumps(need.args, ensure_ascii=False)
-            call = ToolCallBlock(_call_id(view.text, need.tool, raw), need.tool, raw)
+            call = ToolCallBlock(call_id(view.text, need.tool, raw), need.tool, raw)
             return ModelReply((call,), note(
                 "tool_call", view, **base, reason="stale_fact" if usable else "no_fact",
                 stale=usable[-1].to_json() if usable else None))

@@ -20,12 +20,13 @@ import re
 
 from harnesslab.messages import Request, ToolCallBlock, ToolSchema
 
-__all__ = ["note_call"]
+__all__ = ["note_call", "tool_parameters"]
 
 _READ_NAMES = ("read", "Read", "read_file")
 
 
-def _schema(tool: ToolSchema) -> tuple[dict[str, object], list[str]]:
+def tool_parameters(tool: ToolSchema) -> tuple[dict[str, object], list[str]]:
+    """A tool schema's properties and required names (either API's layout)."""
     fn = tool.to_dict().get("function", tool.to_dict())
     params = fn.get("parameters") or fn.get("input_schema") or {}
     props = params.get("properties") if isinstance(params, dict) else None
@@ -60,10 +61,10 @@ def note_call(request: Request, instructions: str, index: int | None,
     """The next tool call (name, JSON arguments) that writes ``content`` as a memory note, or
     None: no note-writing tool is offered, or it was called already in this request (after
     message ``index``, the one holding the instruction and the transcript)."""
-    writer = next((t for t in request.tools if "content" in _schema(t)[0]), None)
+    writer = next((t for t in request.tools if "content" in tool_parameters(t)[0]), None)
     if writer is None:
         return None
-    props, required = _schema(writer)
+    props, required = tool_parameters(writer)
     since = -1 if index is None else index
     calls = _calls(request, since)
     if any(name == writer.name for name, _ in calls):
@@ -81,7 +82,7 @@ def note_call(request: Request, instructions: str, index: int | None,
     path = args.get("path")
     if isinstance(path, str) and _stated(instructions, "path") == path:
         reader = next((t for t in request.tools if t.name in _READ_NAMES
-                       and "path" in _schema(t)[0]), None)
+                       and "path" in tool_parameters(t)[0]), None)
         if reader is not None and not any(n == reader.name and a.get("path") == path
                                           for n, a in calls):
             return reader.name, json.dumps({"path": path}, ensure_ascii=False)

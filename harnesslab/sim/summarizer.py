@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from harnesslab.messages import Block, Message, Request, TextBlock, ToolCallBlock, ToolSchema
 from harnesslab.sim.asks import asks_in
 from harnesslab.sim.domain import USER
-from harnesslab.sim.draws import draw
+from harnesslab.sim.draws import call_id, draw
 from harnesslab.sim.intents import (
     AGENTSCOPE_FIELDS,
     FREEFORM_SUMMARY_MARKER,
@@ -538,9 +538,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     blocks: tuple[Block, ...]
     if isinstance(body, dict):
         args = written_json(json.dumps(body, ensure_ascii=False), profile.json_form)
-        call_id = "call_" + hashlib.sha256(
-            (serialized + SUMMARY_TOOL + args).encode("utf-8")).hexdigest()[:12]
-        blocks = (ToolCallBlock(call_id, SUMMARY_TOOL, args),)
+        blocks = (ToolCallBlock(call_id(serialized, SUMMARY_TOOL, args), SUMMARY_TOOL, args),)
     else:
         blocks = (TextBlock(body),)
     items = {
