@@ -45,6 +45,15 @@ def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
     return rec.in_step(step, *CALL_EVENTS)
 
 
+def called_tools(call: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A model call's tool calls (name, block), each named as the world names its tool: a
+    harness that offers the tools under its own names (``shop-track_order``) called the world's
+    (the fake model's ``tool_names`` annotation, sim.aliases)."""
+    names = (call.get("annotations") or {}).get("tool_names") or {}
+    return [(names.get(b["name"], b["name"]), b) for b in call["reply"]
+            if b["type"] == "tool_call"]
+
+
 def answer_call(calls: list[dict[str, Any]], reply: str) -> dict[str, Any] | None:
     """Of a turn's ``reply`` model calls, the one that gave its answer: the last whose text is
     the answer (a black-box harness may call the model again after answering, to summarise,
@@ -219,9 +228,9 @@ def evaluate_turn(rec: Record, step: int, expect: Expect, turn: dict[str, Any]) 
         add("min_chars", len(reply) >= expect.min_chars and not failed,
             failed or f"{len(reply)} chars (min {expect.min_chars})")
     # What the model asked for (a harness may refuse to run it): its replies' tool calls.
-    called = [b["name"] for e in _turn_calls(rec, step)
+    called = [name for e in _turn_calls(rec, step)
               if e["type"] == "model_call" and e["purpose"] == "reply"
-              for b in e["reply"] if b["type"] == "tool_call"]
+              for name, _ in called_tools(e)]
     if expect.called:
         missing = [t for t in expect.called if t not in called]
         add("called", not missing, f"called {called}")

@@ -60,6 +60,7 @@ from typing import Any
 
 from harnesslab.judge.checks import (
     CheckOutcome,
+    called_tools,
     cited_fact,
     facts_in,
     fresh_at,
@@ -242,20 +243,20 @@ class Tally:
         if not self.black_box and e["purpose"] != "reply":
             self._summary_tokens += e["true_input"] + e["output_tokens"]
         # wasted re-queries: a tool call while the request still showed a fresh result of it
-        tool_calls = [b for b in e["reply"] if b["type"] == "tool_call"]
+        tool_calls = called_tools(e)
         if not tool_calls:
             return
         facts = facts_in(rec, e["request"])
-        for b in tool_calls:
+        for name, b in tool_calls:
             self._wasted[1] += 1
             try:
                 args = json.loads(b["input"])
             except json.JSONDecodeError:
                 continue
             key = _key(args) if isinstance(args, dict) else ""
-            ma = self._max_ages.get(b["name"])
+            ma = self._max_ages.get(name)
             for d in facts:
-                if d.get("tool") != b["name"] or _key(d) != key or now is None:
+                if d.get("tool") != name or _key(d) != key or now is None:
                     continue
                 if ma is None or now - datetime.fromisoformat(d["as_of"]) <= timedelta(seconds=ma):
                     self._wasted[0] += 1

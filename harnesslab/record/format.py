@@ -41,7 +41,7 @@ from harnesslab.messages import (
     canonical_json,
     message_from_dict,
 )
-from harnesslab.sim.intents import ID_PATTERNS
+from harnesslab.sim.intents import ID_PATTERNS, is_example
 from harnesslab.tokens.kinds import script_kind
 
 RECORD_VERSION = 2
@@ -111,7 +111,8 @@ class Declared:
         ids: set[str] = set()
         if any(i in text for i in self.ids):
             pats = self.patterns if self.patterns is not None else ID_PATTERNS.values()
-            ids = {m.group(0) for p in pats for m in p.finditer(text)}
+            ids = {m.group(0) for p in pats for m in p.finditer(text)
+                   if not is_example(text, m.start())}
         found = [("ids", i) for i in self.ids if i in ids] \
             + [("constraints", c) for c, ps in self.constraints.items()
                if f"[constraint:{c}]" in text or any(p.lower() in low for p in ps)] \

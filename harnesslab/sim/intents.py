@@ -88,6 +88,17 @@ def by_field(value: str) -> tuple[str, str] | None:
 # knowledge base contain no such ids unless a scenario declares them as distractors.
 ID_PATTERNS: dict[str, re.Pattern[str]] = dict(bundled_domain("commerce").patterns)
 
+# An id given as an example ("The order id, e.g. O-1001": a tool's documentation that a
+# framework writes into its prompt, as smolagents does) is no entity the conversation named.
+_EXAMPLE_RE = re.compile(r"(?:\be\.?g\.?|\bfor[ \t]+(?:example|instance)|\bsuch[ \t]+as|例如|比如|譬如)"
+                         r"[,:：，]?[ \t]*['\"“‘`]?$", re.IGNORECASE)
+
+
+def is_example(text: str, start: int) -> bool:
+    """Whether the id found at ``start`` of ``text`` is given as an example (after ``e.g.``,
+    ``for example``, ``such as``, ``例如``, ...)."""
+    return _EXAMPLE_RE.search(text, max(0, start - 16), start) is not None
+
 class ToolError(StrEnum):
     """Why a tool failed, as its result's ``code`` field states it (the fake model also reads
     the wording of an error that has no code, such as a harness's own refusal)."""

@@ -25,6 +25,7 @@ from itertools import chain, cycle
 from typing import Any
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
+from harnesslab.sim.aliases import aliases, as_offered, as_world
 from harnesslab.sim.asks import asks_in
 from harnesslab.sim.choice import AUTO, obey, offered, tool_choice
 from harnesslab.sim.declared import DeclaredNeed, act_content, act_need, act_unable, need_of
@@ -91,7 +92,9 @@ class ModelReply:
     Annotations (JSON-able): kind (answer, tool_call, clarify, summary, summary_refused),
     utterance, act, resolved ({"order": id, "user": id}), constraints (sorted, in force),
     now (ISO or None), cited (the fact an answer used, or None), reason; tool calls add
-    ``stale`` (the stale fact replaced, or None); summaries add ``form`` and ``items``.
+    ``stale`` (the stale fact replaced, or None); summaries add ``form`` and ``items``; a
+    request offering the world's tools under other names adds ``tool_names`` (offered name ->
+    the world's, sim.aliases), by which the judge reads the reply's calls.
     """
 
     blocks: tuple[Block, ...]
@@ -234,6 +237,16 @@ class FakeModel:
         self._own_tools = frozenset(self._domain.spec.tools)  # what a forced reply avoids
 
     def reply(self, request: Request) -> ModelReply:
+        names = aliases(request.tools, self._own_tools)
+        if not names:
+            return self._reply(request)
+        # The world's tools under a framework's names (sim.aliases): read in the world's,
+        # called by the names offered.
+        got = self._reply(as_world(request, names))
+        return ModelReply(as_offered(got.blocks, names),
+                          {**got.annotations, "tool_names": dict(sorted(names.items()))})
+
+    def _reply(self, request: Request) -> ModelReply:
         self._reader.next_call()
         view = View(request, self._lexicon, self._phrases, self._reader)
         choice = tool_choice(request)
@@ -404,8 +417,15 @@ class FakeModel:
             return ModelReply((TextBlock(_fit(greet + said, brief, lang, None)),),
                               note("answer", view, **base, reason="no_fact_needed"))
 
+        start = view.starts[index]
+        # A failed result that names no key and whose call is not visible (a tool call and its
+        # result written as text, smolagents' "Calling tools:" and "Observation:") is, after
+        # the question, this turn's own failed lookup of that tool: as a model reads its call.
         matches = [f for f in view.facts
-                   if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked))]
+                   if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked)
+                                               or (f.error and f.key is None and f.asked is None
+                                                   and f.source == "tool_result"
+                                                   and f.position > start))]
         if intent.act is Act.ASK:
             # A tag or an answer read back may state other fields of the instance only: it
             # is no fact about this one (a whole tool result is, even with the field empty).
@@ -413,8 +433,7 @@ class FakeModel:
                        if f.source == "tool_result" or f.error or intent.field in f.fields]
         latest = matches[-1] if matches else None
         usable = [f for f in matches if not f.error]
-        if latest is not None and latest.source == "tool_result" \
-                and latest.position > view.starts[index]:
+        if latest is not None and latest.source == "tool_result" and latest.position > start:
             # The result of this turn's own call: answer with it even if stale or failed, so
             # that a harness returning a result never sees the same call again.
             fact, reason = latest, "fact_after_turn"

@@ -237,27 +237,38 @@ class View:
     def current(self) -> tuple[int | None, tuple[str, Intent] | None]:
         """The current turn: the last user message that has text (``current_index``) and the
         utterance it asks. When it asks none (a reminder or retrieved context sent as a user
-        message of its own after the question), the latest user message since the model last
-        answered that does ask one."""
+        message of its own after the question, or a tool's result handed back as a user
+        message), the latest user message since the model last answered that does ask one.
+        An assistant text that a user message quoting a tool result follows is a tool call
+        written as text (smolagents' ``Calling tools: [...]`` then ``Observation: ...``, a
+        ReAct ``Action:``), not an answer: the turn is still under way."""
         index = current_index(self.request)
         if index is None:
             return None, None
         segs = self._layout.segs
         if segs[index].utterance is not None:
             return index, segs[index].utterance
+        messages = self.request.messages
         for i in range(index - 1, -1, -1):
-            m = self.request.messages[i]
-            if _answers(m):
+            m = messages[i]
+            if _answers(m) and not (messages[i + 1].role == "user" and segs[i + 1].results
+                                    and segs[i + 1].utterance is None):
                 break
             if m.role == "user" and segs[i].utterance is not None:
                 return i, segs[i].utterance
         return index, None
 
     def open_question(self) -> tuple[int | None, tuple[str, Intent] | None]:
-        """``current``, unless the request ends on the model's own answer: then the call asks
-        something else of the conversation (a summary, a title, a memory extraction)."""
+        """``current``, unless the request ends on the model's own answer (or on it and then
+        instructions: system messages a harness appends after the conversation, as Semantic
+        Kernel's summarizer does): then the call asks something else of the conversation (a
+        summary, a title, a memory extraction)."""
         index, asked = self.current()
-        if self.request.messages and _answers(self.request.messages[-1]):
+        messages = self.request.messages
+        last = len(messages) - 1
+        while last >= 0 and messages[last].role == "system":
+            last -= 1
+        if last >= 0 and _answers(messages[last]):
             return index, None
         return index, asked
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from harnesslab.messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
 from harnesslab.sim.facts import result_reading
-from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Claim, Constraint, Intent
+from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Claim, Constraint, Intent, is_example
 from harnesslab.sim.times import stated_times
 from harnesslab.sim.vocab import Vocab, bundled
 from harnesslab.tokens import common_prefix
@@ -168,8 +168,9 @@ def _read(text: str, pieces: int, phrases: Mapping[Constraint, re.Pattern[str]],
           zone: tzinfo, results: tuple[Result, ...] = (),
           patterns: Mapping[str, re.Pattern[str]] = ID_PATTERNS, **more: Any) -> Segment:
     # Most text shows nothing: a pattern is run over it only once a first search finds it.
-    ids = {s: tuple((m.start(), m.group(0)) for m in p.finditer(text)) if p.search(text) else ()
-           for s, p in patterns.items()}
+    ids = {s: tuple((m.start(), m.group(0)) for m in p.finditer(text)
+                    if not is_example(text, m.start()))
+           if p.search(text) else () for s, p in patterns.items()}
     found: dict[Constraint, int] = {}
     for c, pat in phrases.items():
         for m in pat.finditer(text):

@@ -86,6 +86,10 @@ def test_declared_ids_are_found_anchored_as_the_model_reads_them() -> None:
     d = Declared(ids=["O-7731", "U-1"])
     assert d.present("采购单 PO-7731 已入库，U-12 处理")["ids"] == []
     assert d.present("订单O-7731 由 U-1 处理")["ids"] == ["O-7731", "U-1"]
+    # An id given as an example (tool documentation a framework writes into its prompt) is
+    # not present, as the fake model does not read it as one; the control: stated, it is.
+    assert d.present("order_id: The order id, e.g. O-7731; user_id, 例如 U-1")["ids"] == []
+    assert d.present("order_id: The order id O-7731; user_id U-1")["ids"] == ["O-7731", "U-1"]
 
 
 def test_checks_and_metrics_recomputed_from_every_record_equal_the_run_s(suite: Suite) -> None:

@@ -361,3 +361,79 @@ def test_a_text_without_a_digit_is_not_searched_for_times(bits: list[str]) -> No
     the whole search yields, for texts with and without digits of every kind."""
     text = "".join(bits)
     assert list(stated_times(text, UTC)) == list(_stated_times(text, UTC))
+
+
+SK_ASK = ("\nProvide a concise and complete summarization of the entire dialog that does not "
+          "exceed 5 sentences.\n\nThis summary must always:\n- Consider both user and assistant "
+          "interactions\n")
+
+
+def test_a_summary_asked_in_a_system_message_after_the_conversation() -> None:
+    # Semantic Kernel's summarization reducer: the old messages, then its instructions as a
+    # last system message (tool calls and results left out by default).
+    msgs = (Message.text("user", ASK), Message.text("assistant", "订单 O-1001 在途，预计 2026-11-30 送达。"))
+    got = model().reply(Request(system="", messages=(*msgs, Message.text("system", SK_ASK))))
+    assert got.annotations["kind"] == "summary"
+    (b,) = got.blocks
+    assert isinstance(b, TextBlock) and "O-1001" in b.text and "[constraint:brevity]" in b.text
+    # The control: a question asked after those instructions is the turn's, and answered.
+    asked = model().reply(Request(system="", tools=TOOLS, messages=(
+        *msgs, Message.text("system", SK_ASK), Message.text("user", WAIT))))
+    assert asked.annotations["kind"] != "summary"
+    assert asked.annotations["utterance"] == WAIT
+
+
+OBSERVED = ('{"tool": "track_order", "as_of": "2026-11-28T10:00:00+08:00", "order_id": '
+            '"O-1001", "status": "in_transit", "eta": "2026-11-30"}')
+
+
+def observed(result: str) -> Request:
+    """The question, then a lookup as smolagents hands it back: the tool call as assistant
+    text, its result as a user message."""
+    called = Message.text("assistant", "Calling tools:\n[{'id': 'call_1', 'type': 'function', "
+                          "'function': {'name': 'track_order', 'arguments': {'order_id': "
+                          "'O-1001'}}}]")
+    return Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
+        Message.text("user", "New task:\n" + ASK), called,
+        Message.text("user", "Observation:\n" + result)))
+
+
+def test_a_tool_call_written_as_text_leaves_the_turn_under_way() -> None:
+    r = observed(OBSERVED)
+    got = model().reply(r).annotations
+    assert (got["kind"], got["utterance"]) == ("answer", ASK)
+    assert got["cited"]["key"] == "O-1001"
+    # The control: an observation that quotes no result leaves the assistant's text an
+    # answer, and no question open after it.
+    cut = without_text(r, OBSERVED, "(nothing)")
+    assert model().reply(cut).annotations["reason"] == "utterance_not_found"
+
+
+def test_an_id_given_as_an_example_is_no_referent() -> None:
+    # A framework that writes the tools' documentation into its prompt (smolagents): the
+    # bench's own parameter descriptions give example ids.
+    doc = ("- track_order: Look up an order\n    Takes inputs: {'order_id': {'type': 'string', "
+           "'description': 'The order id, e.g. O-1001'}}")
+    got = model().reply(Request(system=doc, tools=TOOLS, messages=(Message.text("user", WAIT),)))
+    assert got.annotations["reason"] == "unresolved_ref"
+    # The control: an order the prompt states as a fact is one.
+    stated = model().reply(Request(system="The customer's open order is O-1001.", tools=TOOLS,
+                                   messages=(Message.text("user", WAIT),)))
+    assert stated.annotations["resolved"] == {"order": "O-1001"}
+
+
+def test_a_failed_result_written_as_text_is_the_turns_failed_lookup() -> None:
+    # A failed result names no order and its call is text: after the question it is this
+    # turn's own lookup failing, and the model says it could not check (not a call again).
+    failed = ('{"tool": "track_order", "as_of": "2026-11-28T10:00:00+08:00", "error": '
+              '"track_order is temporarily unavailable; try again later", "code": "unavailable"}')
+    r = observed(failed)
+    got = model().reply(r).annotations
+    assert (got["kind"], got["reason"]) == ("answer", "fact_after_turn")
+    assert got["cited"]["error"]
+    # The control: the same failure before the question (an earlier turn's) is no answer to
+    # this one: the model looks the order up.
+    earlier = Request(system=r.system, tools=TOOLS, messages=(
+        Message.text("user", "Observation:\n" + failed), Message.text("assistant", "好的"),
+        Message.text("user", ASK)))
+    assert model().reply(earlier).annotations["kind"] == "tool_call"
