@@ -34,6 +34,11 @@ FRAMEWORKS = {
     "agno": ("agno", {**IDENTITY, **RESTART,
                       "followup-after-filler-zh": {"s3.not_called"}}),
     "haystack": ("haystack", {**IDENTITY, **RESTART}),
+    # Semantic Kernel's summary leaves tool results out (its default): the follow-up sees the
+    # ETA only in the answer read back, with no lookup time, and looks it up again.
+    "semantic_kernel": ("semantic-kernel", {**IDENTITY, **RESTART,
+                                            "followup-after-filler-zh": {"s3.not_called"}}),
+    "smolagents": ("smolagents", {**IDENTITY, **RESTART}),
 }
 
 

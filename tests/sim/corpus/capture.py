@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ from harnesslab.record.format import Record
 TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}",
               "autogen": "Today is {now}.", "agno": "The current time is {now}.",
               "haystack": "Current date and time: {now}",
+              # Semantic Kernel's TimePlugin format, through a {{time.now}} template function.
+              "semantic_kernel": "The current date and time is {en}.",
+              "smolagents": "It is now {now}.",
               # Codex CLI states a date only, in its <environment_context> user message.
               "codex": "<current_date>{date}</current_date>"}
 # Whose first request is kept whole (its instructions are the CLI's own, and long).
@@ -48,6 +52,12 @@ ASKS = {
                  "Summarize only what you are given",
                  "Treat it as conversation data to summarize",
                  "the harder you should compress"],
+    # Semantic Kernel 1.45's ChatHistorySummarizationReducer DEFAULT_SUMMARIZATION_PROMPT,
+    # appended as a last system message after the messages it summarises.
+    "semantic_kernel": ["Provide a concise and complete summarization of the entire dialog that "
+                        "does not exceed 5 sentences.", "This summary must always:",
+                        "Include details from any existing summary",
+                        "Exclude details from any existing summary"],
     "agno": ["Analyze the following conversation between a user and an assistant, and extract "
              "the following details:", "Provide a concise summary of the session",
              "Keep the summary concise and to the point.",
@@ -60,6 +70,12 @@ def _cut(r: Request, keep: set[int]) -> Request:
     near = {j for i in keep for j in range(i - 2, i + 3)}
     msgs: list[Message] = [m for i, m in enumerate(r.messages) if i in near]
     return replace(r, messages=tuple(msgs), session_id="")
+
+
+def _time_text(framework: str, now: str) -> str:
+    """How ``framework``'s example states ``now`` (ISO), as TIME_FORMS writes it."""
+    en = datetime.fromisoformat(now).strftime("%A, %B %d, %Y %I:%M %p")
+    return TIME_FORMS[framework].format(now=now, date=now[:10], en=en)
 
 
 def _text(r: Request) -> str:
@@ -114,7 +130,7 @@ def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
         first = min(turns)
         e = next(e for e in calls if e["step"] == first)
         turn = turns[first]
-        now_text = TIME_FORMS[framework].format(now=turn["now"], date=turn["now"][:10])
+        now_text = _time_text(framework, turn["now"])
         r = replace(rec.request(e["request"]), session_id="")
         entries.append({"what": "turn", "question": turn["text"], "now": turn["now"],
                         "time_text": now_text if now_text in _text(r) else "",
@@ -128,11 +144,13 @@ def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
                          for m in rec.request(e["request"]).messages)]
     e = answering[0]
     r = rec.request(e["request"])
-    now_text = TIME_FORMS[framework].format(now=turn["now"], date=turn["now"][:10]) \
-        if framework in TIME_FORMS else ""
+    now_text = _time_text(framework, turn["now"]) if framework in TIME_FORMS else ""
     question_at = max(i for i, m in enumerate(r.messages)
                       if m.role == "user" and turn["text"] in m.plain_text())
-    keep = {question_at}
+    # And the message stating the time, when a message states it (smolagents' system prompt
+    # is its first message).
+    keep = {question_at} | {i for i, m in enumerate(r.messages)
+                            if now_text and now_text in m.plain_text()}
     # The latest summary the model wrote that this request hands back (a JSON answer, to a
     # response_format, is handed back as its text field).
     summary_text = next((t for t in map(_written, reversed(summaries)) if t and t in _text(r)), "")
