@@ -136,9 +136,24 @@ def _scalars(v: list[Any]) -> bool:
     return all(isinstance(i, str | int | float) and not isinstance(i, bool) for i in v)
 
 
+def _unwrapped(data: Any) -> Any:
+    """A result a framework wrapped whole under one key (Google ADK returns a tool's string
+    as ``{"result": "<the tool's JSON>"}``): the bench's result inside, as a model reads it."""
+    if isinstance(data, dict) and len(data) == 1 and "tool" not in data:
+        (inner,) = data.values()
+        if isinstance(inner, str) and inner.lstrip().startswith("{"):
+            try:
+                inner = json.loads(inner)
+            except json.JSONDecodeError:
+                return data
+        if isinstance(inner, dict) and isinstance(inner.get("tool"), str):
+            return inner
+    return data
+
+
 def _result_fields(text: str, vocab: Vocab) -> dict[str, str]:
     try:
-        data = json.loads(text)
+        data = _unwrapped(json.loads(text))
     except json.JSONDecodeError:
         data = None
     if isinstance(data, dict):

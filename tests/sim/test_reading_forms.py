@@ -5,6 +5,7 @@ the contract names is read, and a copy without it is read as missing."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -437,3 +438,21 @@ def test_a_failed_result_written_as_text_is_the_turns_failed_lookup() -> None:
         Message.text("user", "Observation:\n" + failed), Message.text("assistant", "好的"),
         Message.text("user", ASK)))
     assert model().reply(earlier).annotations["kind"] == "tool_call"
+
+
+def test_a_result_a_framework_wrapped_under_one_key_is_read() -> None:
+    # Google ADK returns a tool's string as {"result": "<the string>"}: the bench's JSON inside.
+    from harnesslab.messages import ToolCallBlock
+
+    def looked_up(content: str) -> Request:
+        return Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
+            Message.text("user", ASK),
+            Message("assistant", (ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}'),)),
+            Message("tool", (ToolResultBlock("c1", "track_order", content),))))
+
+    got = model().reply(looked_up(json.dumps({"result": OBSERVED}))).annotations
+    assert got["reason"] == "fact_after_turn" and "unable" not in got
+    assert got["cited"]["as_of"] == "2026-11-28T10:00:00+08:00"
+    # The control: a wrapper around anything else states no fact (the lookup failed).
+    other = model().reply(looked_up(json.dumps({"result": "ok"}))).annotations
+    assert other["unable"] == "failed"
