@@ -39,6 +39,7 @@ FRAMEWORKS = {
     "semantic_kernel": ("semantic-kernel", {**IDENTITY, **RESTART,
                                             "followup-after-filler-zh": {"s3.not_called"}}),
     "smolagents": ("smolagents", {**IDENTITY, **RESTART}),
+    "adk": ("google-adk", {**IDENTITY, **RESTART}),
 }
 
 

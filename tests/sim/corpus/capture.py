@@ -32,6 +32,7 @@ TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}
               # Semantic Kernel's TimePlugin format, through a {{time.now}} template function.
               "semantic_kernel": "The current date and time is {en}.",
               "smolagents": "It is now {now}.",
+              "adk": "Current time: {now}",
               # Codex CLI states a date only, in its <environment_context> user message.
               "codex": "<current_date>{date}</current_date>"}
 # Whose first request is kept whole (its instructions are the CLI's own, and long).
@@ -58,6 +59,12 @@ ASKS = {
                         "does not exceed 5 sentences.", "This summary must always:",
                         "Include details from any existing summary",
                         "Exclude details from any existing summary"],
+    # Google ADK 2.13's LlmEventSummarizer._DEFAULT_PROMPT_TEMPLATE (one user message).
+    "adk": ["The following is a conversation history between a user and an AI agent.",
+            "Please identify and reiterate the user request, summarize the context so far, "
+            "focusing on key decisions made and information obtained",
+            "The rest of the summary should be concise and capture the essence of the "
+            "interaction."],
     "agno": ["Analyze the following conversation between a user and an assistant, and extract "
              "the following details:", "Provide a concise summary of the session",
              "Keep the summary concise and to the point.",
@@ -152,8 +159,10 @@ def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
     keep = {question_at} | {i for i, m in enumerate(r.messages)
                             if now_text and now_text in m.plain_text()}
     # The latest summary the model wrote that this request hands back (a JSON answer, to a
-    # response_format, is handed back as its text field).
-    summary_text = next((t for t in map(_written, reversed(summaries)) if t and t in _text(r)), "")
+    # response_format, is handed back as its text field) and that keeps a standing instruction:
+    # ADK keeps every compaction's summary, and those of small talk alone state nothing.
+    summary_text = next((t for t in map(_written, reversed(summaries))
+                         if t and t in _text(r) and "[constraint:" in t), "")
     presented = bool(summary_text)
     if presented:
         keep |= {i for i, m in enumerate(r.messages) if summary_text in m.plain_text()}
