@@ -43,19 +43,17 @@ def aliases(tools: tuple[ToolSchema, ...], world: frozenset[str]) -> dict[str, s
     return out
 
 
-def _block(b: Block, names: Mapping[str, str]) -> Block:
-    if isinstance(b, ToolCallBlock) and b.name in names:
-        return replace(b, name=names[b.name])
-    if isinstance(b, ToolResultBlock) and b.name in names:
+def _renamed(b: Block, names: Mapping[str, str]) -> Block:
+    if isinstance(b, ToolCallBlock | ToolResultBlock) and b.name in names:
         return replace(b, name=names[b.name])
     return b
 
 
 def _message(m: Message, names: Mapping[str, str]) -> Message:
-    if not any(isinstance(b, (ToolCallBlock, ToolResultBlock)) and b.name in names
-               for b in m.content):
+    content = tuple(_renamed(b, names) for b in m.content)
+    if all(a is b for a, b in zip(content, m.content, strict=True)):
         return m  # most messages: the same object (the reader's layout keeps it by identity)
-    return replace(m, content=tuple(_block(b, names) for b in m.content))
+    return replace(m, content=content)
 
 
 def as_world(request: Request, names: Mapping[str, str]) -> Request:

@@ -99,6 +99,7 @@ def is_example(text: str, start: int) -> bool:
     ``for example``, ``such as``, ``例如``, ...)."""
     return _EXAMPLE_RE.search(text, max(0, start - 16), start) is not None
 
+
 class ToolError(StrEnum):
     """Why a tool failed, as its result's ``code`` field states it (the fake model also reads
     the wording of an error that has no code, such as a harness's own refusal)."""

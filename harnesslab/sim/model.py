@@ -162,6 +162,15 @@ def _properties(view: View, name: str) -> set[str]:
     return set()
 
 
+def _own_failure(fact: Fact, start: int) -> bool:
+    """A failed result that names no key and whose call is not visible (a tool call and its
+    result written as text, smolagents' "Calling tools:" and "Observation:"): after the
+    question starting at ``start``, the turn's own failed lookup of that tool, as a model
+    reads its call."""
+    return fact.error and fact.key is None and fact.asked is None \
+        and fact.source == "tool_result" and fact.position > start
+
+
 def _memory_file(view: View) -> tuple[str, str, str] | None:
     """How this request lets the model keep its memory file: (writing tool, its path
     parameter, the path), or None (intents.MEMORY_WRITE_TOOL and FILE_WRITE_TOOL)."""
@@ -418,14 +427,8 @@ class FakeModel:
                               note("answer", view, **base, reason="no_fact_needed"))
 
         start = view.starts[index]
-        # A failed result that names no key and whose call is not visible (a tool call and its
-        # result written as text, smolagents' "Calling tools:" and "Observation:") is, after
-        # the question, this turn's own failed lookup of that tool: as a model reads its call.
-        matches = [f for f in view.facts
-                   if f.tool == need.tool and (need.key is None or need.key in (f.key, f.asked)
-                                               or (f.error and f.key is None and f.asked is None
-                                                   and f.source == "tool_result"
-                                                   and f.position > start))]
+        matches = [f for f in view.facts if f.tool == need.tool and (
+            need.key is None or need.key in (f.key, f.asked) or _own_failure(f, start))]
         if intent.act is Act.ASK:
             # A tag or an answer read back may state other fields of the instance only: it
             # is no fact about this one (a whole tool result is, even with the field empty).
