@@ -8,9 +8,14 @@ calls, session by session, in order):
   harness-written blocks (injected memory, a pin board, a runtime hint, a summary instruction
   or a summary kept as a message) is not: it may change or move as its harness likes;
 - **auxiliary calls**: a call whose reply the conversation never took up: no later request of
-  the session holds its reply (text or thinking) in an assistant message nor a result for one
-  of its tool calls, and it is not the call whose text became a turn's reply (a request sent
-  again unchanged is a retry: the reply before it was not taken up). A later request holding
+  the session holds its reply (text or thinking) in an assistant message that follows a
+  non-system message of the call's own request (the conversation went on from where the call
+  answered; a summary kept as an assistant message, Semantic Kernel's or CAMEL's, stands
+  where the conversation it replaced was), nor a result for one of its tool calls or the
+  call's id quoted as text (smolagents' ``Calling tools: [{'id': ...``), and it is not the
+  call whose text, or a string argument of whose tool call (a ``final_answer``), became a
+  turn's reply (a request sent again unchanged is a retry: the reply before it was not taken
+  up). A later request holding
   the call's whole history is no evidence: a failing summary's request is extended, history
   and all, by the next attempt's. A rejected request is one when its conversation ends at an
   older point of the request before it (a summary request over the part to compress, refused):
@@ -64,6 +69,7 @@ from harnesslab.messages import (
     ToolResultBlock,
 )
 from harnesslab.record.format import CALL_EVENTS, Record, message_text
+from harnesslab.sim.draws import CALL_ID_RE
 from harnesslab.sim.filler import is_filler_text
 
 MIN_SHARED = 12  # characters a kept reply must share with a later request
@@ -92,17 +98,22 @@ def _strings(v: Any) -> Iterator[str]:
             yield from _strings(x)
 
 
-def _reply_texts(call: dict[str, Any]) -> list[str]:
+def _arg_strings(call: dict[str, Any]) -> list[str]:
+    """The string values of a call's tool calls' arguments (a final answer given through a
+    tool, smolagents' ``final_answer``, is one)."""
     out = []
     for b in call["reply"]:
-        if b["type"] == "text" and b.get("text"):
-            out.append(b["text"])
-        elif b["type"] == "tool_call":
+        if b["type"] == "tool_call":
             try:
                 out += list(_strings(json.loads(b["input"])))
             except ValueError:
                 out.append(b["input"])
-    return [t for t in out if len(t) >= MIN_SHARED]
+    return out
+
+
+def _reply_texts(call: dict[str, Any]) -> list[str]:
+    out = [b["text"] for b in call["reply"] if b["type"] == "text" and b.get("text")]
+    return [t for t in out + _arg_strings(call) if len(t) >= MIN_SHARED]
 
 
 def observe(rec: Record) -> Observed:
@@ -142,19 +153,28 @@ def observe(rec: Record) -> Observed:
         seq, hashes = [seq[i] for i in keep], [hashes[i] for i in keep]
         # Each distinct message and summary once: the last request showing it, and its text.
         last: dict[str, int] = {}
+        after: dict[str, set[str]] = {}  # message -> the messages right before it, anywhere
         for j, hs in enumerate(hashes):
-            for h in hs:
+            for p, h in enumerate(hs):
                 last[h] = j
+                if p:
+                    after.setdefault(h, set()).add(hs[p - 1])
             last["summary:" + seq[j]["request"]["summary"]] = j
-        shown: list[tuple[int, str, bool]] = []  # (last request, text, an assistant message)
-        results: list[tuple[int, str]] = []      # (last request, call id answered)
+        # (last request, text, for an assistant message the non-system messages before it)
+        shown: list[tuple[int, str, frozenset[str] | None]] = []
+        results: list[tuple[int, str]] = []  # (last request, call id answered or quoted)
         for h, j in last.items():
             if h.startswith("summary:"):
-                shown.append((j, rec.blobs[h[8:]], False))
+                shown.append((j, rec.blobs[h[8:]], None))
                 continue
             m = rec.message(h)
-            shown.append((j, message_text(m), m.role == "assistant"))
+            text = message_text(m)
+            shown.append((j, text, frozenset(
+                x for x in after.get(h, ()) if rec.message(x).role != "system")
+                if m.role == "assistant" else None))
             results += [(j, b.id) for b in m.content if isinstance(b, ToolResultBlock)]
+            if "call_" in text:
+                results += [(j, cid) for cid in CALL_ID_RE.findall(text)]
         def _cut(i: int, seq: list[dict[str, Any]] = seq) -> bool:
             end = at[seq[i + 1]["call"]] if i + 1 < len(seq) else len(rec.events)
             return any(at[seq[i]["call"]] < k < end for k in killed)
@@ -183,10 +203,15 @@ def observe(rec: Record) -> Observed:
             # Taken up only by what shows it: a later request merely holding this one's
             # history is no evidence (a failing summary's request is extended by the next
             # summary request, history and all, and its refusal is taken up by nothing).
+            # An assistant message showing the reply takes it up where it follows a message
+            # this call's request held (the conversation went on from there); a summary kept
+            # as an assistant message stands where the conversation it replaced was.
+            held = set(hashes[i])
             taken = any(j > i and cid in made for j, cid in results) \
                 or (bool(said) and said in replies) \
-                or any(j > i and mine and x in t for x in (said, thought) if x
-                       for j, t, mine in shown) \
+                or any(x in replies for x in _arg_strings(c)) \
+                or any(j > i and before is not None and not before.isdisjoint(held) and x in t
+                       for x in (said, thought) if x for j, t, before in shown) \
                 or _cut(i)  # its instance was killed before the conversation could go on
             # The call a turn ended at when its loop ran out (tool calls made, the turn reported
             # failed): the main line's, carrying the turn's words, though when no turn follows

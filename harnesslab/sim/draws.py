@@ -5,6 +5,11 @@ model's tool-call ids, a hash of the request's text and the call."""
 from __future__ import annotations
 
 import hashlib
+import re
+
+# What call_id makes: a harness that quotes a call as text (smolagents' "Calling tools:
+# [{'id': ...") still shows which call it took up.
+CALL_ID_RE = re.compile(r"call_[0-9a-f]{12}")
 
 
 def draw(seed: int, *key: str) -> float:

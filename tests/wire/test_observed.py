@@ -237,3 +237,34 @@ def test_a_turn_that_ran_out_of_iterations_last_is_the_main_line_not_a_summary(
     for t in b.of_type("turn"):
         t["harness_failed"] = False
     assert last in observe(b).auxiliary
+
+
+@pytest.mark.parametrize("mode", ["", "--quoted", "--text-calls"])
+def test_a_summary_kept_as_an_assistant_message_is_a_summary_call(
+        tmp_path: Path, mode: str) -> None:
+    """Semantic Kernel keeps its summary verbatim as an assistant message, CAMEL under a
+    heading of its own: their summary calls answered no turn and are the compactions' cost,
+    though a later request shows their text in an assistant message (it stands where the
+    conversation it replaced was, after no message the summary request held). smolagents
+    quotes its tool calls as text and answers through ``final_answer``: every call is the
+    conversation's, none a summary (the control, and a program that never compacts)."""
+    path = bundled_dir() / "followup-after-filler-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    program = ROOT / "tests" / "wire" / "programs" / "kept_summary_agent.py"
+    r = run_variant(sc, v, source=path, out_dir=tmp_path / "run", cli_set={
+        "harness": f"cmd:python {program} {mode}".strip(), "turn_timeout": 120})
+    assert r.error is None and r.metrics is not None, r.error
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    seen = observe(rec)
+    asked = [e for e in rec.of_type("model_call")
+             if "Summarize the conversation above" in rec.request_text(e["request"])]
+    if mode == "--text-calls":
+        assert asked == [] and seen.auxiliary == frozenset()
+        assert r.metrics["summary_tokens"] == 0 and r.metrics["compactions"] == 0
+        return
+    assert len(asked) > 10 and seen.auxiliary == {e["call"] for e in asked}
+    assert r.metrics["summary_tokens"] == sum(e["true_input"] + e["output_tokens"]
+                                              for e in asked)
+    # Each summary but the one after the last answer (no request came after it) applied.
+    assert r.metrics["compactions"] == len(asked) - 1
