@@ -40,7 +40,8 @@ Protocol lines (one JSON object per line each way, on the channel, or stdin/stdo
 - ``{"type": "preload", "exchanges": [[{"role", "content"}, ...], ...]}``: the scenario's
   filler as earlier exchanges -> ``{"type": "ok"}`` when the program took them in, or
   ``{"type": "unsupported"}``: then each exchange's user text is sent as a ``user`` line with
-  ``"filler": true`` and the reply is dropped (the model call it makes is recorded as usual);
+  ``"filler": true``; the replies are kept in the record's ``filler`` event (``replies``),
+  where they tell which calls answered the filler (``judge.observed``);
 - ``{"type": "shutdown"}`` when the bench stops it (a restart, the run's end): no answer; it
   should save what it keeps and exit; end of file, SIGTERM and SIGKILL follow.
 
@@ -353,15 +354,13 @@ class CmdHarness(HarnessBase):
         return TurnResult(reply["text"], bool(reply.get("failed", False)),
                           str(reply.get("reason", "") or ""))
 
-    def preload(self, exchanges: Sequence[Sequence[Message]]) -> None:
+    def preload(self, exchanges: Sequence[Sequence[Message]]) -> Sequence[str] | None:
         self._clock()
         wire = [[{"role": m.role, "content": m.plain_text()} for m in ex] for ex in exchanges]
         if self._ask({"type": "preload", "exchanges": wire}).get("type") == "ok":
-            return
-        for ex in exchanges:
-            for m in ex:
-                if m.role == "user":
-                    self._user(m.plain_text(), (), filler=True)
+            return None
+        return [self._user(m.plain_text(), (), filler=True)["text"]
+                for ex in exchanges for m in ex if m.role == "user"]
 
     # -- resuming, judged from outside ------------------------------------------------------
     def save_state(self) -> dict[str, Any]:

@@ -128,10 +128,12 @@ class Harness(Protocol):
         """Take one user message (with attached images) and return the reply."""
         ...
 
-    def preload(self, exchanges: Sequence[Sequence[Message]]) -> None:
+    def preload(self, exchanges: Sequence[Sequence[Message]]) -> Sequence[str] | None:
         """Put earlier exchanges into the session as if they had happened (no model call for
         them), each followed by the harness's own maintenance (the checks it would run before
-        its next model call, compaction included). The bench's filler uses this."""
+        its next model call, compaction included). The bench's filler uses this. A harness
+        that can only run them as turns (a program that cannot preload) returns its replies,
+        which the record keeps: they tell, from outside, which calls answered the filler."""
         ...
 
     def context_estimate(self) -> int | None:
@@ -162,7 +164,7 @@ class HarnessBase:
     def turn(self, text: str, images: Sequence[DataBlock] = ()) -> TurnResult:
         raise NotImplementedError
 
-    def preload(self, exchanges: Sequence[Sequence[Message]]) -> None:
+    def preload(self, exchanges: Sequence[Sequence[Message]]) -> Sequence[str] | None:
         raise NotImplementedError
 
     def context_estimate(self) -> int | None:

@@ -119,7 +119,9 @@ def _reply_texts(call: dict[str, Any]) -> list[str]:
 def observe(rec: Record) -> Observed:
     """The auxiliary calls, summary calls and compactions of ``rec`` (module docstring)."""
     turns = rec.of_type("turn")
-    replies = {t["reply"] for t in turns if t.get("reply")}
+    # A turn's answer, and a filler exchange's that a program answered as a turn.
+    replies = {t["reply"] for t in turns if t.get("reply")} \
+        | {r for f in rec.of_type("filler") for r in f.get("replies", ()) if r}
     # The last call of each turn its harness reported failed, and the turn's words.
     failed_last = {t["last_call"]: t["text"] for t in turns
                    if t.get("harness_failed") and t.get("text")}

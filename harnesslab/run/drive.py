@@ -220,13 +220,14 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
                 target = spec.times_trigger * s.filler_base if s.filler_base is not None \
                     else spec.times_trigger * cfg.trigger_ratio * cfg.context_size
                 pairs = make_filler(rule, target, locale, seed, start=fillers)
-                harness.preload(pairs)
+                answered = harness.preload(pairs)
                 drawn = len(pairs)
             else:
                 assert spec.fill_to is not None
                 target = spec.fill_to * cfg.trigger_tokens
                 pairs, drawn = _fill_to(harness, rule, target,
                                         exchanges(locale, seed, start=fillers))
+                answered = None  # fill_to needs the harness's estimate: it preloads
             fillers += drawn  # exchange ids never repeat, taken or passed over
             msgs: tuple[Message, ...] = tuple(m for p in pairs for m in p)
             est_units = sum(rule.message_units(m) for m in msgs)
@@ -234,7 +235,10 @@ def _steps(sc: Scenario, s: Settings, world: World, writer: RecordWriter, seed: 
             # is still known when the harness sends it.
             true = endpoint.count_aside(Request(system="", messages=msgs))
             writer.emit({"type": "filler", "exchanges": len(pairs), "target": target,
-                         "estimate": rule.finalize(est_units), "true_tokens": true})
+                         "estimate": rule.finalize(est_units), "true_tokens": true,
+                         # only from a harness that ran them as turns: preloaded records
+                         # stay as they were
+                         **({"replies": list(answered)} if answered is not None else {})})
         if on_step is not None:
             on_step(i)
 

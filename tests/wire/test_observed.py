@@ -268,3 +268,21 @@ def test_a_summary_kept_as_an_assistant_message_is_a_summary_call(
                                               for e in asked)
     # Each summary but the one after the last answer (no request came after it) applied.
     assert r.metrics["compactions"] == len(asked) - 1
+
+
+def test_a_filler_answer_a_fresh_instance_never_shows_is_no_compaction(tmp_path: Path) -> None:
+    """A program that cannot preload answers each filler exchange as a turn; the record keeps
+    those answers. The last one before a restart (given through ``final_answer``) is shown by
+    no later request, the fresh instance restoring nothing: it answered the filler, so it is
+    no summary call and no compaction (without the answers in the record it read as one)."""
+    path = bundled_dir() / "restart-cost-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    program = ROOT / "tests" / "wire" / "programs" / "kept_summary_agent.py"
+    r = run_variant(sc, v, source=path, out_dir=tmp_path / "run", cli_set={
+        "harness": f"cmd:python {program} --text-calls", "turn_timeout": 120})
+    assert r.error is None and r.metrics is not None, r.error
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    fillers = rec.of_type("filler")
+    assert fillers and all(len(f["replies"]) == f["exchanges"] for f in fillers)
+    assert observe(rec).auxiliary == frozenset() and r.metrics["compactions"] == 0
