@@ -10,7 +10,7 @@ Read: the runtime-state tag ``<current-time>ISO</current-time>`` and its kin
 without zone, ``T`` or a space), RFC 2822 (``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
 (``2026年11月29日 10:00``, ``上午/下午``) or an English one (``Sunday, November 29, 2026 10:00
 AM``); and a dated prefix: a line that starts with an ISO date and time (``[2026-11-29 10:00]
-question``). A date without a time is that day's first moment (the earliest "now" the
+question``), or such a stamp in square brackets further along the line. A date without a time is that day's first moment (the earliest "now" the
 statement allows: a fact is then stale only if it is stale whenever on that day it is read).
 
 Not read (a documented limit): a bare date or time in running text, relative times ("in two
@@ -53,7 +53,10 @@ TIME_RE = re.compile(
     r"</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*(?:is|was|=|:|：|是|为)?[ \t]*"
     r"(?P<labelled>" + _RFC + "|" + _ISO + "|" + _ZH + "|" + _EN + r"))"
-    r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))",
+    r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))"
+    # A stamp in square brackets further along a line: CAMEL's "Based on the previous
+    # CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ...".
+    r"|(?:[\[【][ \t]*(?P<stamp>" + _ISO_TIMED + r")[ \t]*[\]】])",
     re.IGNORECASE | re.MULTILINE)
 
 _ISO_PARTS = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?[ \t]*(.*)")
@@ -149,7 +152,7 @@ def stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
 
 def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
     for m in TIME_RE.finditer(text):
-        raw = m.group("tag") or m.group("labelled") or m.group("prefix")
+        raw = m.group("tag") or m.group("labelled") or m.group("prefix") or m.group("stamp")
         t = parse_stated(raw, default)
         if t is not None:
             yield m.start(), t
