@@ -25,3 +25,5 @@ inst haystack "haystack-ai==3.4.1" "mcp==2.3.0" "openai==3.57.0" "tiktoken==0.14
 inst semantic-kernel "semantic-kernel==1.45.0" "openai==3.63.0"
 inst smolagents "smolagents[openai]==1.26.0" "openai==3.63.0"
 inst google-adk "google-adk==2.13.0" "litellm==1.110.2" "openai==3.63.0"
+# CAMEL imports mcp.server.FastMCP, which mcp 2 no longer has.
+inst camel "camel-ai==0.2.90" "openai==3.63.0" "mcp==1.30.0"

@@ -40,6 +40,7 @@ FRAMEWORKS = {
                                             "followup-after-filler-zh": {"s3.not_called"}}),
     "smolagents": ("smolagents", {**IDENTITY, **RESTART}),
     "adk": ("google-adk", {**IDENTITY, **RESTART}),
+    "camel": ("camel", {**IDENTITY, **RESTART}),
 }
 
 

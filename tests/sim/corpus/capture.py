@@ -33,6 +33,8 @@ TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}
               "semantic_kernel": "The current date and time is {en}.",
               "smolagents": "It is now {now}.",
               "adk": "Current time: {now}",
+              # CAMEL keeps its system message in its memory: the time leads each user message.
+              "camel": "[{stamp}] ",
               # Codex CLI states a date only, in its <environment_context> user message.
               "codex": "<current_date>{date}</current_date>"}
 # Whose first request is kept whole (its instructions are the CLI's own, and long).
@@ -65,6 +67,11 @@ ASKS = {
             "focusing on key decisions made and information obtained",
             "The rest of the summary should be concise and capture the essence of the "
             "interaction."],
+    # CAMEL 0.2.90's build_default_summary_prompt (camel/agents/_utils.py), the conversation
+    # quoted in one user message to a summariser agent of its own.
+    "camel": ["Summarize the conversation below.",
+              "Produce markdown that strictly follows this outline and numbering:",
+              "Do not invent details that are not supported by the conversation."],
     "agno": ["Analyze the following conversation between a user and an assistant, and extract "
              "the following details:", "Provide a concise summary of the session",
              "Keep the summary concise and to the point.",
@@ -81,8 +88,9 @@ def _cut(r: Request, keep: set[int]) -> Request:
 
 def _time_text(framework: str, now: str) -> str:
     """How ``framework``'s example states ``now`` (ISO), as TIME_FORMS writes it."""
-    en = datetime.fromisoformat(now).strftime("%A, %B %d, %Y %I:%M %p")
-    return TIME_FORMS[framework].format(now=now, date=now[:10], en=en)
+    at = datetime.fromisoformat(now)
+    return TIME_FORMS[framework].format(now=now, date=now[:10], en=at.strftime(
+        "%A, %B %d, %Y %I:%M %p"), stamp=at.strftime("%Y-%m-%d %H:%M"))
 
 
 def _text(r: Request) -> str:
