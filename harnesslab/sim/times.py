@@ -10,8 +10,9 @@ Read: the runtime-state tag ``<current-time>ISO</current-time>`` and its kin
 without zone, ``T`` or a space), RFC 2822 (``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
 (``2026年11月29日 10:00``, ``上午/下午``) or an English one (``Sunday, November 29, 2026 10:00
 AM``); and a dated prefix: a line that starts with an ISO date and time (``[2026-11-29 10:00]
-question``), or such a stamp in square brackets further along the line. A date without a time is that day's first moment (the earliest "now" the
-statement allows: a fact is then stale only if it is stale whenever on that day it is read).
+question``), or such a stamp in square brackets further along the line. A date without a
+time is that day's first moment (the earliest "now" the statement allows: a fact is then stale
+only if it is stale whenever on that day it is read).
 
 Not read (a documented limit): a bare date or time in running text, relative times ("in two
 hours"), other calendars, and times inside tool results (those are facts' times, not "now").
