@@ -41,6 +41,7 @@ from harnesslab.sim.intents import (
     is_reference,
 )
 from harnesslab.sim.notices import removal_notices
+from harnesslab.sim.prose import prose_facts
 from harnesslab.sim.segments import Reader, Segment
 from harnesslab.sim.times import stated_zones
 from harnesslab.sim.vocab import Vocab
@@ -205,9 +206,23 @@ class View:
             return self.latest_id(slot, before)
         if not is_reference(value):
             return value
-        facts = [f for f in self.facts
-                 if not f.error and (before is None or f.position < before)]
+        facts = sorted((f for f in (*self.facts, *self.spoken_facts)
+                        if not f.error and (before is None or f.position < before)),
+                       key=lambda f: f.position)
         return _resolve(facts, slot, value, self.vocab)
+
+    @cached_property
+    def spoken_facts(self) -> list[Fact]:
+        """The facts the model's own earlier answers state, in its wording (``sim.prose``): what
+        a reference may resolve from ("耳机那个" from "您共有 2 个订单：O-2001（滑板、护具），
+        O-2010（耳机）。", Griptape keeping a run's answer but not its tool results), never
+        facts to answer with (their lookup time is the prose's, often none)."""
+        if not any(m.role == "assistant" for m in self.request.messages):
+            return []
+        spans = [(self.start(i), self.message_end(i))
+                 for i, m in enumerate(self.request.messages) if m.role == "assistant"]
+        return [f for f in prose_facts(self.text, self.vocab)
+                if any(a <= f.position < b for a, b in spans)]
 
     def entities(self) -> list[str]:
         """Distinct ids of every slot, ordered by their last position (most recent last)."""

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from harnesslab.messages import HintBlock, Message, Request, TextBlock, ToolResultBlock, ToolSchema
 from harnesslab.record.format import Record
-from harnesslab.scenario.loader import load_scenario
+from harnesslab.scenario.loader import bundled_dir, load_scenario
 from harnesslab.sim.model import FakeModel, SummarizerProfile
 from harnesslab.sim.reading import View, current_index
 from harnesslab.sim.summarizer import summary_request
@@ -457,3 +457,22 @@ def test_a_result_a_framework_wrapped_under_one_key_is_read() -> None:
     # The control: a wrapper around anything else states no fact (the lookup failed).
     other = model().reply(looked_up(json.dumps({"result": "ok"}))).annotations
     assert other["unable"] == "failed"
+
+
+def test_a_reference_resolves_from_the_models_own_earlier_answer() -> None:
+    """Griptape keeps a run's answer but not its tool results: "耳机那个" (the headphones one)
+    resolves from the order list the model's own answer stated, as a real model's would; the
+    fact is not answered with (the model looks the order up). The control: without that answer
+    nothing visible resolves it and the model asks which order."""
+    sc = load_scenario(bundled_dir() / "order-by-item-zh.yaml")
+    fm = FakeModel(sc.intents(), zone=sc.world.now.tzinfo)
+    said = Message.text("assistant", "您共有 2 个订单：O-2001（滑板、护具），O-2010（耳机）。")
+    r = Request(system="", tools=TOOLS, messages=(
+        Message.text("user", "我最近有哪些订单？"), said, Message.text("user", "耳机那个到哪了？")))
+    got = fm.reply(r)
+    assert got.annotations["resolved"] == {"order": "O-2010"}
+    assert got.annotations["kind"] == "tool_call"
+    r = replace(r, messages=(r.messages[0], Message.text("assistant", "好的。"), r.messages[2]))
+    got = fm.reply(r)
+    assert got.annotations["kind"] == "clarify"
+    assert got.annotations["reason"] == "unresolved_ref"
