@@ -41,6 +41,10 @@ FRAMEWORKS = {
     "smolagents": ("smolagents", {**IDENTITY, **RESTART}),
     "adk": ("google-adk", {**IDENTITY, **RESTART}),
     "camel": ("camel", {**IDENTITY, **RESTART}),
+    # Griptape's summary keeps a run's input and answer, not its tool result: the follow-up
+    # sees the ETA with no lookup time and looks it up again (as Semantic Kernel's).
+    "griptape": ("griptape", {**IDENTITY, **RESTART,
+                              "followup-after-filler-zh": {"s3.not_called"}}),
 }
 
 

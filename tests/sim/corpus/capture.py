@@ -35,6 +35,7 @@ TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}
               "adk": "Current time: {now}",
               # CAMEL keeps its system message in its memory: the time leads each user message.
               "camel": "[{stamp}] ",
+              "griptape": "Current time: {now}",
               # Codex CLI states a date only, in its <environment_context> user message.
               "codex": "<current_date>{date}</current_date>"}
 # Whose first request is kept whole (its instructions are the CLI's own, and long).
@@ -72,6 +73,8 @@ ASKS = {
     "camel": ["Summarize the conversation below.",
               "Produce markdown that strictly follows this outline and numbering:",
               "Do not invent details that are not supported by the conversation."],
+    # Griptape 1.13's memory/conversation/summarize_conversation.j2 (one user message).
+    "griptape": ["Summarize the following conversation:", "Update the summary with this:"],
     "agno": ["Analyze the following conversation between a user and an assistant, and extract "
              "the following details:", "Provide a concise summary of the session",
              "Keep the summary concise and to the point.",
