@@ -20,9 +20,10 @@ calls, session by session, in order):
   and all, by the next attempt's. A rejected request is one when its conversation ends at an
   older point of the request before it (a summary request over the part to compress, refused):
   a main-line request carries the conversation up to its newest message;
-- **summary calls**: auxiliary calls whose reply (its text, or a string value of its tool
-  call's arguments, at least ``MIN_SHARED`` characters) shows up in a later request of the
-  session: the harness kept what it asked for (a summary, extracted pins, memory items);
+- **summary calls**: auxiliary calls whose reply (its text, a string value of a JSON answer,
+  or a string value of its tool call's arguments, at least ``MIN_SHARED`` characters) shows
+  up in a later request of the session, in a message, its summary or its system prompt: the
+  harness kept what it asked for (a summary, extracted pins, memory items);
 - **compactions**: the points where a main-line request's history is not an extension of the
   previous main-line request's: a message of conversation of the previous one is gone (not
   merely grown in place, as AgentScope's reply message grows), or its summary changed;
@@ -52,6 +53,7 @@ both (``judge.metrics``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from collections.abc import Callable, Iterator
@@ -113,6 +115,12 @@ def _arg_strings(call: dict[str, Any]) -> list[str]:
 
 def _reply_texts(call: dict[str, Any]) -> list[str]:
     out = [b["text"] for b in call["reply"] if b["type"] == "text" and b.get("text")]
+    # A reply in a JSON schema (agno's session summary, {"summary": ...}) is kept as its
+    # string values.
+    for t in list(out):
+        if t.lstrip().startswith("{"):
+            with contextlib.suppress(ValueError):
+                out += list(_strings(json.loads(t)))
     return [t for t in out + _arg_strings(call) if len(t) >= MIN_SHARED]
 
 
@@ -162,12 +170,14 @@ def observe(rec: Record) -> Observed:
                 if p:
                     after.setdefault(h, set()).add(hs[p - 1])
             last["summary:" + seq[j]["request"]["summary"]] = j
+            # The system prompt too: agno and llama-index keep their summary there.
+            last["system:" + seq[j]["request"]["system"]] = j
         # (last request, text, for an assistant message the non-system messages before it)
         shown: list[tuple[int, str, frozenset[str] | None]] = []
         results: list[tuple[int, str]] = []  # (last request, call id answered or quoted)
         for h, j in last.items():
-            if h.startswith("summary:"):
-                shown.append((j, rec.blobs[h[8:]], None))
+            if h.startswith(("summary:", "system:")):
+                shown.append((j, rec.blobs[h.partition(":")[2]], None))
                 continue
             m = rec.message(h)
             text = message_text(m)

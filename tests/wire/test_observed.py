@@ -5,6 +5,7 @@ its tokens); a program that never drops history shows none (the control)."""
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -239,11 +240,12 @@ def test_a_turn_that_ran_out_of_iterations_last_is_the_main_line_not_a_summary(
     assert last in observe(b).auxiliary
 
 
-@pytest.mark.parametrize("mode", ["", "--quoted", "--text-calls"])
+@pytest.mark.parametrize("mode", ["", "--quoted", "--system", "--text-calls"])
 def test_a_summary_kept_as_an_assistant_message_is_a_summary_call(
         tmp_path: Path, mode: str) -> None:
     """Semantic Kernel keeps its summary verbatim as an assistant message, CAMEL under a
-    heading of its own: their summary calls answered no turn and are the compactions' cost,
+    heading of its own, agno in its system prompt: their summary calls answered no turn and
+    are the compactions' cost,
     though a later request shows their text in an assistant message (it stands where the
     conversation it replaced was, after no message the summary request held). smolagents
     quotes its tool calls as text and answers through ``final_answer``: every call is the
@@ -264,10 +266,19 @@ def test_a_summary_kept_as_an_assistant_message_is_a_summary_call(
         assert r.metrics["summary_tokens"] == 0 and r.metrics["compactions"] == 0
         return
     assert len(asked) > 10 and seen.auxiliary == {e["call"] for e in asked}
+    last = max(e["call"] for e in rec.of_type("model_call"))
+    # Kept: a later request shows what each wrote (but the last, after the last answer, and
+    # any "[summary]" too short to tell).
+    def kept(e: dict[str, Any]) -> str:  # what the program keeps of the summary call's reply
+        text = e["reply"][0]["text"]
+        return json.loads(text)["summary"] if mode == "--system" else text
+
+    shown = {e["call"] for e in asked if e["call"] < last and len(kept(e)) >= 12}
+    assert shown and shown <= seen.summaries
     assert r.metrics["summary_tokens"] == sum(e["true_input"] + e["output_tokens"]
                                               for e in asked)
-    # Each summary but the one after the last answer (no request came after it) applied.
-    assert r.metrics["compactions"] == len(asked) - 1
+    # Each summary applied, but one after the last answer (no request came after it).
+    assert r.metrics["compactions"] == sum(e["call"] < last for e in asked)
 
 
 def test_a_filler_answer_a_fresh_instance_never_shows_is_no_compaction(tmp_path: Path) -> None:

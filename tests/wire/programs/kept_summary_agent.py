@@ -7,6 +7,8 @@ summarised by a separate call and replaced by one assistant message.
   verbatim;
 - ``--quoted`` (CAMEL): the summary request is one user message quoting the old messages as
   text; the summary is kept under a heading of the harness's;
+- ``--system`` (agno): as the default, but the summary is asked in a JSON schema
+  (``{"summary": ...}``) and its value kept in the system prompt;
 - ``--text-calls`` (smolagents): no summary ever; a tool call is kept as assistant text
   (``Calling tools: [...]``, its id included) and its result as a user message
   (``Observation: ...``), and the answer is given through a ``final_answer`` tool.
@@ -27,9 +29,10 @@ FINAL = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"answer": {"type": "string"}},
                    "required": ["answer"]}}}
 history: list[dict] = []
+kept_in_system = [""]
 
 
-def chat(messages: list[dict], tools: list[dict] | None = None, **extra: str) -> dict:
+def chat(messages: list[dict], tools: list[dict] | None = None, **extra: object) -> dict:
     body = {"model": "hl", "messages": messages, **({"tools": tools} if tools else {}), **extra}
     req = urllib.request.Request(
         os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions",
@@ -57,13 +60,26 @@ def reduce() -> None:
     else:
         # Tool calls and their results left out, Semantic Kernel's default.
         plain = [m for m in old if m["role"] != "tool" and not m.get("tool_calls")]
-        summary = chat([*plain, {"role": "system", "content": ASK}])
-        kept = summary.get("content") or ""
+        if MODE == "--system":
+            schema = {"type": "object", "properties": {"summary": {"type": "string"}},
+                      "required": ["summary"]}
+            summary = chat([*plain, {"role": "system", "content": ASK}], response_format={
+                "type": "json_schema", "json_schema": {"name": "Summary", "schema": schema}})
+            kept = json.loads(summary.get("content") or "{}").get("summary") or ""
+        else:
+            summary = chat([*plain, {"role": "system", "content": ASK}])
+            kept = summary.get("content") or ""
+    if MODE == "--system":
+        kept_in_system[0] = kept
+        del history[:cut]
+        return
     history[:cut] = [{"role": "assistant", "content": kept}]
 
 
 def answer(text: str, now: str) -> str:
-    system = {"role": "system", "content": f"You are a support agent. Current time: {now}"}
+    system = {"role": "system", "content": f"You are a support agent. Current time: {now}" + (
+        f"\n\nSummary of the earlier conversation:\n{kept_in_system[0]}"
+        if kept_in_system[0] else "")}
     history.append({"role": "user", "content": text})
     while True:
         text_calls = MODE == "--text-calls"
