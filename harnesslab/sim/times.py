@@ -6,6 +6,7 @@ Read: the runtime-state tag ``<current-time>ISO</current-time>`` and its kin
 ``<current_date>``, ``<current_time>``, ``<current-date>``, ``<current_datetime>`` (Codex CLI's
 ``<environment_context>`` states ``<current_date>2026-11-29</current_date>``); a labelled statement
 (``Current time:``, ``Current date and time is``, ``The current time is``, ``Today is``,
+``The current date and time is:`` (BeeAI's),
 ``Now:``, ``现在是``, ``当前时间``, ``今天是``, ...) followed on the same line by ISO 8601 (with or
 without zone, ``T`` or a space), RFC 2822 (``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
 (``2026年11月29日 10:00``, ``上午/下午``) or an English one (``Sunday, November 29, 2026 10:00
@@ -52,7 +53,8 @@ _LABEL = r"(?:(?:the[ \t]+)?current[ \t]+(?:(?:local|utc|gmt|system)[ \t]+)?" \
 TIME_RE = re.compile(
     r"(?:<(?P<tagname>current[-_](?:date[-_]?time|time|date))>[ \t]*(?P<tag>[^<\n]+?)[ \t]*"
     r"</(?P=tagname)>)"
-    r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*(?:is|was|=|:|：|是|为)?[ \t]*"
+    r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*"
+    r"(?:(?:is|was|是|为)[ \t]*[:：]?|=|:|：)?[ \t]*"
     r"(?P<labelled>" + _RFC + "|" + _ISO + "|" + _ZH + "|" + _EN + r"))"
     r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))"
     # A stamp in square brackets further along a line: CAMEL's "Based on the previous
@@ -165,7 +167,7 @@ def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
 ZONE_RE = re.compile(
     r"(?:<(?P<tagname>time[-_ ]?zone|tz)>[ \t]*(?P<tag>[^<\n]+?)[ \t]*</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])(?:(?:the[ \t]+)?(?:user'?s[ \t]+|local[ \t]+)?time[ \t]?zone|时区)"
-    r"(?![A-Za-z])[ \t]*(?:is|=|:|：|是|为)[ \t]*(?P<labelled>[A-Za-z_]+/[A-Za-z0-9_/+-]+"
+    r"(?![A-Za-z])[ \t]*(?:(?:is|是|为)[ \t]*[:：]?|=|:|：)[ \t]*(?P<labelled>[A-Za-z_]+/[A-Za-z0-9_/+-]+"
     r"|(?:UTC|GMT)(?:[ \t]*[+-]\d+(?::?\d+)?)?|[+-]\d{2}:?\d+|Z)(?![A-Za-z0-9/]))",
     re.IGNORECASE)
 

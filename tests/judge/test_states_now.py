@@ -28,6 +28,8 @@ def request(system: str, user: str = "And when will it arrive?", *extra: Message
     "Today is Saturday, November 28, 2026 10:50 AM.\nTimezone: America/St_Johns",
     "现在是2026年11月28日 10:50",
     "Current time: Sat, 28 Nov 2026 10:50:00 -0330",
+    # "is" and a colon both (BeeAI's ToolCallingAgent prompt), for the time and the zone
+    "The current date and time is: 2026-11-28T14:20:00Z\nTime zone is: UTC-03:30",
 ])
 def test_the_time_stated_in_any_read_form_and_zone_passes(system: str) -> None:
     ok, detail = stated_now(request(system), NOW, zone=True)

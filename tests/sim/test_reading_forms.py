@@ -193,6 +193,8 @@ def track(call: str, as_of: str) -> list[Message]:
     "Current datetime: 2026-11-29T02:00:00Z", "Current UTC time: 2026-11-29 02:00:00 UTC",
     "[2026-11-29 10:00] ",
     "Based on the previous CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ",
+    # BeeAI's ToolCallingAgent system prompt: "is" and a colon both.
+    "The current date and time is: 2026-11-29T02:00:00Z", "现在时间是：2026-11-29 10:00",
     "Today is Sunday, November 29, 2026 10:00 AM."])
 def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
     old = track("c1", "2026-11-28T10:00:00+08:00")
