@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -57,11 +58,28 @@ def called_tools(call: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def answer_call(calls: list[dict[str, Any]], reply: str) -> dict[str, Any] | None:
     """Of a turn's ``reply`` model calls, the one that gave its answer: the last whose text is
     the answer (a black-box harness may call the model again after answering, to summarise,
-    through the same endpoint), else the last."""
+    through the same endpoint), else the last that gave it as a string argument of a tool call
+    (smolagents' and BeeAI's ``final_answer``), else the last."""
     texts = ["".join(b.get("text", "") for b in e["reply"] if b["type"] == "text")
              for e in calls]
-    hits = [i for i, t in enumerate(texts) if reply and t == reply]
+    hits = [i for i, t in enumerate(texts) if reply and t == reply] or \
+        [i for i, e in enumerate(calls) if reply and reply in _argument_strings(e)]
     return calls[hits[-1]] if hits else calls[-1] if calls else None
+
+
+def _argument_strings(call: dict[str, Any]) -> list[str]:
+    """The string values of a call's tool calls' arguments (JSON objects)."""
+    out: list[str] = []
+    for b in call["reply"]:
+        if b["type"] != "tool_call":
+            continue
+        try:
+            args = json.loads(b["input"])
+        except ValueError:
+            continue
+        if isinstance(args, dict):
+            out += [v for v in args.values() if isinstance(v, str)]
+    return out
 
 
 def turn_answer(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:

@@ -24,3 +24,16 @@ def test_the_answer_is_the_call_whose_text_was_returned_not_a_later_summary() ->
     # The control: a reply no call gave (a harness that rewrote it) falls back to the last.
     assert (answer_call(events, "rewritten by the harness") or {})["call"] == 3
     assert answer_call([], "x") is None
+
+
+def test_an_answer_given_through_a_final_answer_tool_is_that_call() -> None:
+    """smolagents and BeeAI answer by calling a ``final_answer`` tool, and BeeAI's memory then
+    summarises the run: the answer is the final_answer call, not the summary after it."""
+    final = {**call(2, "", "answer"), "reply": [
+        {"type": "tool_call", "id": "call_1", "name": "final_answer",
+         "input": '{"response": "O-1001 arrives 2026-11-30."}'}]}
+    events = [call(1, "", "tool_call"), final, call(3, "[goal] the user asked", "summary")]
+    assert (answer_call(events, "O-1001 arrives 2026-11-30.") or {})["call"] == 2
+    # A text that is the answer still wins over a tool argument that merely repeats it.
+    repeat = [call(1, "O-1001 arrives 2026-11-30.", "answer"), final]
+    assert (answer_call(repeat, "O-1001 arrives 2026-11-30.") or {})["call"] == 1
