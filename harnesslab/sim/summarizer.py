@@ -221,9 +221,11 @@ def _summary_request(view: View) -> tuple[SummaryForm, Request] | None:
     if i is not None:
         text = request.messages[i].plain_text()
         seg = view.segment(i)
-        # A prompt that quotes the conversation (an utterance, a tool result, a tag of an
-        # earlier summary) is itself what is summarised; one that only names an id is not.
-        quoted = bool(seg.mentions or seg.tags or seg.results)
+        # A prompt that quotes the conversation (an utterance, a tool result, a tag or a goal
+        # line of an earlier summary: BeeAI's quotes its last summary and the new messages,
+        # which may be small talk only) is itself what is summarised; one that only names an
+        # id is not.
+        quoted = bool(seg.mentions or seg.tags or seg.results or _GOAL_RE.search(text))
         content = request if quoted else without_message(request, i)
         if FREEFORM_SUMMARY_MARKER in text:
             return "freeform", content

@@ -478,3 +478,20 @@ def test_a_reference_resolves_from_the_models_own_earlier_answer() -> None:
     got = fm.reply(r)
     assert got.annotations["kind"] == "clarify"
     assert got.annotations["reason"] == "unresolved_ref"
+
+
+def test_a_rolling_summary_prompt_of_small_talk_keeps_the_earlier_summary() -> None:
+    """BeeAI's SummarizeMemory quotes its last summary and the new messages in one prompt; when
+    the new messages are small talk only, the earlier summary's goal and ids are still what the
+    prompt quotes, and a summary keeps them (the control: the same prompt without them is
+    summarised to nothing)."""
+    earlier = "system: [summary]\n[goal] 用户询问订单 O-1001 的物流状态\nentities: O-1001\n"
+    ask = ("Summarize the following conversation. Be concise but include all key information."
+           "\n\nPrevious messages:\n{}user: 我家楼下的快递柜经常满，挺麻烦的。\n\nSummary:")
+    got = model().reply(Request(system="", messages=(
+        Message.text("user", ask.format(earlier)),)))
+    text = "".join(b.text for b in got.blocks if isinstance(b, TextBlock))
+    assert got.annotations["kind"] == "summary"
+    assert "[goal] 用户询问订单 O-1001 的物流状态" in text and "O-1001" in text.split("\n")[-1]
+    got = model().reply(Request(system="", messages=(Message.text("user", ask.format("")),)))
+    assert "O-1001" not in "".join(b.text for b in got.blocks if isinstance(b, TextBlock))
