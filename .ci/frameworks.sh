@@ -28,3 +28,4 @@ inst google-adk "google-adk==2.13.0" "litellm==1.110.2" "openai==3.63.0"
 # CAMEL imports mcp.server.FastMCP, which mcp 2 no longer has.
 inst camel "camel-ai==0.2.90" "openai==3.63.0" "mcp==1.30.0"
 inst griptape "griptape==1.13.0" "openai==3.63.0"
+inst beeai "beeai-framework==0.1.85" "openai==3.63.0"

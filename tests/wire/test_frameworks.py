@@ -45,6 +45,9 @@ FRAMEWORKS = {
     # sees the ETA with no lookup time and looks it up again (as Semantic Kernel's).
     "griptape": ("griptape", {**IDENTITY, **RESTART,
                               "followup-after-filler-zh": {"s3.not_called"}}),
+    # BeeAI's SummarizeMemory quotes each message's text, empty for tool calls and results:
+    # the summary keeps no fact, and the follow-up looks the order up again.
+    "beeai": ("beeai", {**IDENTITY, **RESTART, "followup-after-filler-zh": {"s3.not_called"}}),
 }
 
 

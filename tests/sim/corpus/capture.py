@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}
               # CAMEL keeps its system message in its memory: the time leads each user message.
               "camel": "[{stamp}] ",
               "griptape": "Current time: {now}",
+              # BeeAI ToolCallingAgent's own system prompt, in UTC (its formatDate).
+              "beeai": "The current date and time is: {utc}",
               # Codex CLI states a date only, in its <environment_context> user message.
               "codex": "<current_date>{date}</current_date>"}
 # Whose first request is kept whole (its instructions are the CLI's own, and long).
@@ -75,6 +77,9 @@ ASKS = {
               "Do not invent details that are not supported by the conversation."],
     # Griptape 1.13's memory/conversation/summarize_conversation.j2 (one user message).
     "griptape": ["Summarize the following conversation:", "Update the summary with this:"],
+    # BeeAI 0.1.85's SummarizeMemory._summarize_messages (one user message).
+    "beeai": ["Summarize the following conversation. Be concise but include all key "
+              "information."],
     "agno": ["Analyze the following conversation between a user and an assistant, and extract "
              "the following details:", "Provide a concise summary of the session",
              "Keep the summary concise and to the point.",
@@ -93,7 +98,8 @@ def _time_text(framework: str, now: str) -> str:
     """How ``framework``'s example states ``now`` (ISO), as TIME_FORMS writes it."""
     at = datetime.fromisoformat(now)
     return TIME_FORMS[framework].format(now=now, date=now[:10], en=at.strftime(
-        "%A, %B %d, %Y %I:%M %p"), stamp=at.strftime("%Y-%m-%d %H:%M"))
+        "%A, %B %d, %Y %I:%M %p"), stamp=at.strftime("%Y-%m-%d %H:%M"),
+        utc=at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def _text(r: Request) -> str:
