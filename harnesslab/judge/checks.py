@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -63,22 +63,33 @@ def answer_call(calls: list[dict[str, Any]], reply: str) -> dict[str, Any] | Non
     texts = ["".join(b.get("text", "") for b in e["reply"] if b["type"] == "text")
              for e in calls]
     hits = [i for i, t in enumerate(texts) if reply and t == reply] or \
-        [i for i, e in enumerate(calls) if reply and reply in _argument_strings(e)]
+        [i for i, e in enumerate(calls) if reply and reply in argument_strings(e)]
     return calls[hits[-1]] if hits else calls[-1] if calls else None
 
 
-def _argument_strings(call: dict[str, Any]) -> list[str]:
-    """The string values of a call's tool calls' arguments (JSON objects)."""
+def json_strings(v: Any) -> Iterator[str]:
+    """Every string in a JSON value, nested ones included."""
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from json_strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from json_strings(x)
+
+
+def argument_strings(call: dict[str, Any]) -> list[str]:
+    """The string values of a call's tool calls' arguments (a final answer given through a
+    tool, smolagents' and BeeAI's ``final_answer``, is one); arguments that are no JSON, as
+    written."""
     out: list[str] = []
     for b in call["reply"]:
-        if b["type"] != "tool_call":
-            continue
-        try:
-            args = json.loads(b["input"])
-        except ValueError:
-            continue
-        if isinstance(args, dict):
-            out += [v for v in args.values() if isinstance(v, str)]
+        if b["type"] == "tool_call":
+            try:
+                out += list(json_strings(json.loads(b["input"])))
+            except ValueError:
+                out.append(b["input"])
     return out
 
 

@@ -56,11 +56,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harnesslab.harnesses.registry import program_command
+from harnesslab.judge.checks import argument_strings, json_strings
 from harnesslab.messages import (
     Block,
     DataBlock,
@@ -89,30 +90,6 @@ class Observed:
     compactions: tuple[dict[str, Any], ...]
 
 
-def _strings(v: Any) -> Iterator[str]:
-    if isinstance(v, str):
-        yield v
-    elif isinstance(v, dict):
-        for x in v.values():
-            yield from _strings(x)
-    elif isinstance(v, list):
-        for x in v:
-            yield from _strings(x)
-
-
-def _arg_strings(call: dict[str, Any]) -> list[str]:
-    """The string values of a call's tool calls' arguments (a final answer given through a
-    tool, smolagents' ``final_answer``, is one)."""
-    out = []
-    for b in call["reply"]:
-        if b["type"] == "tool_call":
-            try:
-                out += list(_strings(json.loads(b["input"])))
-            except ValueError:
-                out.append(b["input"])
-    return out
-
-
 def _reply_texts(call: dict[str, Any]) -> list[str]:
     out = [b["text"] for b in call["reply"] if b["type"] == "text" and b.get("text")]
     # A reply in a JSON schema (agno's session summary, {"summary": ...}) is kept as its
@@ -120,8 +97,8 @@ def _reply_texts(call: dict[str, Any]) -> list[str]:
     for t in list(out):
         if t.lstrip().startswith("{"):
             with contextlib.suppress(ValueError):
-                out += list(_strings(json.loads(t)))
-    return [t for t in out + _arg_strings(call) if len(t) >= MIN_SHARED]
+                out += list(json_strings(json.loads(t)))
+    return [t for t in out + argument_strings(call) if len(t) >= MIN_SHARED]
 
 
 def observe(rec: Record) -> Observed:
@@ -221,7 +198,7 @@ def observe(rec: Record) -> Observed:
             held = set(hashes[i])
             taken = any(j > i and cid in made for j, cid in results) \
                 or (bool(said) and said in replies) \
-                or any(x in replies for x in _arg_strings(c)) \
+                or any(x in replies for x in argument_strings(c)) \
                 or any(j > i and before is not None and not before.isdisjoint(held) and x in t
                        for x in (said, thought) if x for j, t, before in shown) \
                 or _cut(i)  # its instance was killed before the conversation could go on
