@@ -4,33 +4,18 @@ handoff (the model's answers, its tool calls and their results) is summarised in
 handoff by a separate call, so no request ever shows an answer or a tool round again.
 ``--keep``: the control, the whole history resent and no summary call.
 Standard library only, over the OpenAI chat wire (OPENAI_BASE_URL) and the bench's tools."""
-import json
 import os
 import sys
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
-from bench_loop import TOOLS, Failed, call_tool, serve
+from bench_loop import TOOLS, call_tool, serve
+from chat_wire import chat
 
 KEEP = "--keep" in sys.argv
 ASK = "Write a handoff summary of the conversation so far for another model."
 users: list[str] = []
 handoff: list[dict] = []
 history: list[dict] = []  # since the last handoff: answers, tool calls, results
-
-
-def chat(messages: list[dict], tools: bool = True) -> dict:
-    body = {"model": "hl", "messages": messages, **({"tools": TOOLS} if tools and TOOLS else {})}
-    req = urllib.request.Request(
-        os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions",
-        data=json.dumps(body).encode(), method="POST",
-        headers={"Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}",
-                 "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return json.loads(r.read())["choices"][0]["message"]
-    except urllib.error.HTTPError as e:
-        raise Failed(f"the service refused the request: {e.code}") from None
 
 
 def context(now: str) -> list[dict]:
@@ -42,7 +27,7 @@ def compact(now: str) -> None:
     global handoff
     if KEEP or not history:
         return
-    summary = chat([*context(now), {"role": "user", "content": ASK}], tools=False)
+    summary = chat([*context(now), {"role": "user", "content": ASK}])
     handoff = [{"role": "user", "content": "Summary of the conversation so far: "
                 + (summary.get("content") or "")}]
     history.clear()
@@ -55,7 +40,7 @@ def answer(text: str, now: str) -> str:
         users.append(text)
     while True:
         compact(now)
-        msg = chat(context(now))
+        msg = chat(context(now), TOOLS)
         calls = msg.get("tool_calls") or []
         history.append({"role": "assistant", "content": msg.get("content"),
                         **({"tool_calls": calls} if calls else {})})

@@ -16,10 +16,10 @@ Standard library only, over the OpenAI chat wire (OPENAI_BASE_URL) and the bench
 import json
 import os
 import sys
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples"))
-from bench_loop import TOOLS, Failed, call_tool, serve
+from bench_loop import TOOLS, call_tool, serve
+from chat_wire import chat
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else ""
 LIMIT = 6
@@ -30,20 +30,6 @@ FINAL = {"type": "function", "function": {
                    "required": ["answer"]}}}
 history: list[dict] = []
 kept_in_system = [""]
-
-
-def chat(messages: list[dict], tools: list[dict] | None = None, **extra: object) -> dict:
-    body = {"model": "hl", "messages": messages, **({"tools": tools} if tools else {}), **extra}
-    req = urllib.request.Request(
-        os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions",
-        data=json.dumps(body).encode(), method="POST",
-        headers={"Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}",
-                 "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return json.loads(r.read())["choices"][0]["message"]
-    except urllib.error.HTTPError as e:
-        raise Failed(f"the service refused the request: {e.code}") from None
 
 
 def reduce() -> None:
