@@ -181,6 +181,23 @@ class Request:
         ``tool_choice``)."""
         return replace(self, meta=self.meta + items)
 
+    def stated(self, key: str) -> str | None:
+        """The meta's value for ``key``: the last one stated (``with_meta`` appends)."""
+        out = None
+        for k, v in self.meta:
+            if k == key:
+                out = v
+        return out
+
+    def stated_json(self, key: str) -> dict[str, Any] | None:
+        """:meth:`stated` read as a JSON object (None when absent, or no JSON object)."""
+        raw = self.stated(key)
+        try:
+            got = json.loads(raw) if raw is not None else None
+        except ValueError:
+            return None
+        return got if isinstance(got, dict) else None
+
 
 @dataclass(frozen=True, slots=True)
 class Response:

@@ -16,7 +16,9 @@ Anthropic -> Request (``request_from_anthropic``):
   that layout);
 - ``tools``: each tool's JSON text as sent; ``max_tokens`` (required, as the API requires it)
   is the output budget; a ``tool_choice`` other than ``auto`` is kept as the request's
-  ``("tool_choice", ...)`` meta (``adapters.tool_choice``; the fake model obeys it).
+  ``("tool_choice", ...)`` meta (``adapters.tool_choice``; the fake model obeys it), and
+  ``output_config.format`` (structured outputs) as ``("response_format", ...)``
+  (``adapters.output_format``: the fake model answers in the schema).
 
 Request -> Anthropic (``request_to_anthropic``) writes the **normal form**: a message whose
 content is exactly one text block is a string, anything else a list of blocks; a
@@ -41,6 +43,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
+from harnesslab.adapters.output_format import format_from_anthropic, format_of
 from harnesslab.adapters.tool_choice import choice_from_anthropic, choice_of
 from harnesslab.errors import InputError
 from harnesslab.messages import (
@@ -181,7 +184,8 @@ def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "") -> 
     tools = tuple(_tool(t, k) for k, t in enumerate(tools_raw))
     return Request(system=_system(body.get("system")), messages=messages, tools=tools,
                    output_budget=budget, session_id=session_id,
-                   meta=choice_from_anthropic(body.get("tool_choice"), [t.name for t in tools]))
+                   meta=format_from_anthropic(body)
+                   + choice_from_anthropic(body.get("tool_choice"), [t.name for t in tools]))
 
 
 # --- Request -> Anthropic ----------------------------------------------------------------------
@@ -261,6 +265,12 @@ def request_to_anthropic(r: Request, *, model: str = "harnesslab",
         kind, name = choice
         body["tool_choice"] = {"type": "tool", "name": name} if name is not None else \
             {"type": "any" if kind == "required" else "none"}
+    fmt = format_of(r)
+    spec = fmt.get("json_schema") if fmt is not None else None
+    if fmt is not None and fmt.get("type") == "json_schema" and isinstance(spec, Mapping):
+        # Anthropic has no json_object: only a schema goes over.
+        body["output_config"] = {"format": {"type": "json_schema",
+                                            "schema": spec.get("schema") or {}}}
     return body
 
 

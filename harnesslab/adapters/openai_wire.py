@@ -17,10 +17,10 @@ OpenAI -> Request (``request_from_openai``):
 - a message's ``name`` is kept; ``tools`` keep each schema's JSON text as sent;
   ``max_completion_tokens`` (or the older ``max_tokens``) is the output budget; a
   ``response_format`` of type ``json_schema`` or ``json_object`` is kept as the request's
-  ``("response_format", JSON)`` metadata (what a model is asked to answer in: the fake model
-  fills such a schema, docs/understanding.md); a ``tool_choice`` other than ``auto`` is kept
-  as ``("tool_choice", ...)`` (``adapters.tool_choice``: the fake model obeys it, as an API
-  does).
+  ``("response_format", JSON)`` metadata (``adapters.output_format``: what a model is asked
+  to answer in; the fake model fills such a schema, docs/understanding.md); a
+  ``tool_choice`` other than ``auto`` is kept as ``("tool_choice", ...)``
+  (``adapters.tool_choice``: the fake model obeys it, as an API does).
 
 Request -> OpenAI (``request_to_openai``) writes the **normal form**: a message whose content
 is exactly one text block is a string, anything else a list of parts; a data URL is rebuilt
@@ -43,6 +43,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from harnesslab.adapters.output_format import format_from_openai, format_of
 from harnesslab.adapters.tool_choice import choice_from_openai, choice_of
 from harnesslab.errors import InputError
 from harnesslab.messages import (
@@ -181,11 +182,8 @@ def request_from_openai(body: Mapping[str, Any], *, session_id: str = "") -> Req
         if not isinstance(t, Mapping):
             raise InputError("expected a tool object", field=f"tools[{k}]")
     tools = tuple(ToolSchema.from_dict(t) for t in tools_raw)
-    fmt = body.get("response_format")
-    meta: tuple[tuple[str, str], ...] = ()
-    if isinstance(fmt, Mapping) and fmt.get("type") in ("json_schema", "json_object"):
-        meta = (("response_format", json.dumps(fmt, ensure_ascii=False, sort_keys=True)),)
-    meta += choice_from_openai(body.get("tool_choice"), [t.name for t in tools])
+    meta = format_from_openai(body) + choice_from_openai(body.get("tool_choice"),
+                                                          [t.name for t in tools])
     return Request(system=system, messages=messages, tools=tools,
                    output_budget=budget, session_id=session_id, meta=meta)
 
@@ -263,6 +261,9 @@ def request_to_openai(r: Request, *, model: str = "harnesslab") -> dict[str, Any
         kind, name = choice
         body["tool_choice"] = kind if name is None else \
             {"type": "function", "function": {"name": name}}
+    fmt = format_of(r)
+    if fmt is not None:
+        body["response_format"] = fmt
     if r.output_budget is not None:
         body["max_completion_tokens"] = r.output_budget
     return body

@@ -22,7 +22,9 @@ Responses -> Request (``request_from_responses``), one bench message per input i
   group's name added to its JSON as ``namespace``; ``max_output_tokens`` is the output budget.
   A ``function_call`` item's ``namespace`` is not kept (the call is named by its ``name``).
   A ``tool_choice`` other than ``auto`` is kept as the request's ``("tool_choice", ...)`` meta
-  (``adapters.tool_choice``; the fake model obeys it).
+  (``adapters.tool_choice``; the fake model obeys it), and ``text.format`` of type
+  ``json_schema`` or ``json_object`` (structured outputs) as ``("response_format", ...)`` in
+  Chat Completions' spelling (``adapters.output_format``: the fake model answers in the schema).
 
 ``previous_response_id`` (with ``store``, true unless said false) is the server's business:
 the input of the response it names, then that response's output, then this ``input``
@@ -52,6 +54,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
+from harnesslab.adapters.output_format import format_from_responses, format_of
 from harnesslab.adapters.tool_choice import choice_from_responses, choice_of
 from harnesslab.errors import InputError
 from harnesslab.messages import (
@@ -227,7 +230,8 @@ def request_from_responses(body: Mapping[str, Any], *, items: list[Any] | None =
     tools = tuple(s for k, t in enumerate(tools_raw) for s in _tools(t, k))
     return Request(system=system, messages=messages, tools=tools,
                    output_budget=budget, session_id=session_id,
-                   meta=choice_from_responses(body.get("tool_choice"), [t.name for t in tools]))
+                   meta=format_from_responses(body)
+                   + choice_from_responses(body.get("tool_choice"), [t.name for t in tools]))
 
 
 # --- Request -> Responses ----------------------------------------------------------------------
@@ -288,6 +292,14 @@ def message_to_items(m: Message) -> list[dict[str, Any]]:
     return out
 
 
+def _flat_format(fmt: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions format as the Responses API writes it (``text.format``)."""
+    spec = fmt.get("json_schema")
+    if fmt.get("type") != "json_schema" or not isinstance(spec, Mapping):
+        return dict(fmt)
+    return {"type": "json_schema", **spec}
+
+
 def request_to_responses(r: Request, *, model: str = "harnesslab") -> dict[str, Any]:
     """A Responses body for ``r`` in normal form (module docstring)."""
     items: list[dict[str, Any]] = []
@@ -304,6 +316,9 @@ def request_to_responses(r: Request, *, model: str = "harnesslab") -> dict[str, 
     if choice is not None:
         kind, name = choice
         body["tool_choice"] = kind if name is None else {"type": "function", "name": name}
+    fmt = format_of(r)
+    if fmt is not None:
+        body["text"] = {"format": _flat_format(fmt)}
     if r.output_budget is not None:
         body["max_output_tokens"] = r.output_budget
     return body
@@ -363,7 +378,8 @@ def response_object(resp: Response | None, body: Mapping[str, Any], *, id: str, 
         "reasoning": {"effort": None, "summary": None},
         "store": body.get("store", True) is not False,
         "temperature": body.get("temperature", 1.0),
-        "text": {"format": {"type": "text"}},
+        "text": body.get("text") if isinstance(body.get("text"), Mapping)
+        and isinstance(body["text"].get("format"), Mapping) else {"format": {"type": "text"}},
         "tool_choice": body.get("tool_choice", "auto"),
         "tools": body.get("tools") or [],
         "top_p": body.get("top_p", 1.0),

@@ -107,10 +107,7 @@ def choice_from_anthropic(raw: Any, tools: Sequence[str]) -> Meta:
 def choice_of(r: Request) -> tuple[Kind, str | None] | None:
     """The choice ``r``'s meta states, to write into a body: None for ``auto``; ``forced``
     is the one tool offered (any tool when there are several)."""
-    raw = None
-    for k, v in r.meta:  # the last one stated wins (with_meta appends)
-        if k == "tool_choice":
-            raw = v
+    raw = r.stated("tool_choice")
     if raw is None or raw == "auto" or not r.tools:
         return None
     if raw == "none":

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -58,12 +59,12 @@ def called_tools(call: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def answer_call(calls: list[dict[str, Any]], reply: str) -> dict[str, Any] | None:
     """Of a turn's ``reply`` model calls, the one that gave its answer: the last whose text is
     the answer (a black-box harness may call the model again after answering, to summarise,
-    through the same endpoint), else the last that gave it as a string argument of a tool call
-    (smolagents' and BeeAI's ``final_answer``), else the last."""
-    texts = ["".join(b.get("text", "") for b in e["reply"] if b["type"] == "text")
-             for e in calls]
+    through the same endpoint), else the last that gave it as a string of a JSON answer or of
+    a tool call's arguments (structured output; smolagents' and BeeAI's ``final_answer``),
+    else the last."""
+    texts = [reply_text(e) for e in calls]
     hits = [i for i, t in enumerate(texts) if reply and t == reply] or \
-        [i for i, e in enumerate(calls) if reply and reply in argument_strings(e)]
+        [i for i, e in enumerate(calls) if reply and reply in answer_strings(e)]
     return calls[hits[-1]] if hits else calls[-1] if calls else None
 
 
@@ -91,6 +92,25 @@ def argument_strings(call: dict[str, Any]) -> list[str]:
             except ValueError:
                 out.append(b["input"])
     return out
+
+
+def reply_text(call: dict[str, Any]) -> str:
+    """A model call's reply text (its text blocks joined)."""
+    return "".join(b.get("text", "") for b in call["reply"] if b["type"] == "text")
+
+
+def answer_strings(call: dict[str, Any]) -> list[str]:
+    """Where a harness may take a call's answer from besides its text: the string values of
+    the text when it is a JSON object (a structured output, parsed by the harness) and of its
+    tool calls' arguments (:func:`argument_strings`)."""
+    out: list[str] = []
+    text = reply_text(call)
+    if text.lstrip().startswith("{"):
+        with contextlib.suppress(ValueError):
+            got = json.loads(text)
+            if isinstance(got, dict):
+                out += json_strings(got)
+    return out + argument_strings(call)
 
 
 def turn_answer(rec: Record, turn: dict[str, Any]) -> dict[str, Any] | None:

@@ -53,15 +53,13 @@ both (``judge.metrics``).
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harnesslab.harnesses.registry import program_command
-from harnesslab.judge.checks import argument_strings, json_strings
+from harnesslab.judge.checks import answer_strings
 from harnesslab.messages import (
     Block,
     DataBlock,
@@ -91,14 +89,10 @@ class Observed:
 
 
 def _reply_texts(call: dict[str, Any]) -> list[str]:
-    out = [b["text"] for b in call["reply"] if b["type"] == "text" and b.get("text")]
     # A reply in a JSON schema (agno's session summary, {"summary": ...}) is kept as its
-    # string values.
-    for t in list(out):
-        if t.lstrip().startswith("{"):
-            with contextlib.suppress(ValueError):
-                out += list(json_strings(json.loads(t)))
-    return [t for t in out + argument_strings(call) if len(t) >= MIN_SHARED]
+    # string values too.
+    out = [b["text"] for b in call["reply"] if b["type"] == "text" and b.get("text")]
+    return [t for t in out + answer_strings(call) if len(t) >= MIN_SHARED]
 
 
 def observe(rec: Record) -> Observed:
@@ -198,7 +192,7 @@ def observe(rec: Record) -> Observed:
             held = set(hashes[i])
             taken = any(j > i and cid in made for j, cid in results) \
                 or (bool(said) and said in replies) \
-                or any(x in replies for x in argument_strings(c)) \
+                or any(x in replies for x in answer_strings(c)) \
                 or any(j > i and before is not None and not before.isdisjoint(held) and x in t
                        for x in (said, thought) if x for j, t, before in shown) \
                 or _cut(i)  # its instance was killed before the conversation could go on

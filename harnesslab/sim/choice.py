@@ -25,9 +25,9 @@ from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSc
 from harnesslab.sim.draws import call_id
 from harnesslab.sim.intents import SUMMARY_TOOL
 from harnesslab.sim.notes import tool_parameters
-from harnesslab.sim.summarizer import filled
+from harnesslab.sim.schemas import asked_schema, fill
 
-__all__ = ["AUTO", "Choice", "obey", "offered", "tool_choice"]
+__all__ = ["AUTO", "Choice", "in_format", "obey", "offered", "tool_choice"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +45,7 @@ def tool_choice(request: Request) -> Choice:
     """The request's choice (module docstring)."""
     if not request.meta or not request.tools:
         return AUTO
-    raw = None
-    for k, v in request.meta:  # the last one stated wins (with_meta appends)
-        if k == "tool_choice":
-            raw = v
+    raw = request.stated("tool_choice")
     if raw is None or raw == "auto":
         return AUTO
     if raw == "none":
@@ -94,6 +91,13 @@ def _target(request: Request, choice: Choice, own: frozenset[str]) -> ToolSchema
     return next((t for t in request.tools if t.name not in own), request.tools[0])
 
 
+def _parameters(tool: ToolSchema) -> dict[str, Any]:
+    """A tool's parameters schema, whole (its ``$defs`` with it; either API's layout)."""
+    fn = tool.to_dict().get("function", tool.to_dict())
+    params = fn.get("parameters") or fn.get("input_schema") or {}
+    return params if isinstance(params, dict) else {}
+
+
 def obey(request: Request, choice: Choice, blocks: tuple[Block, ...],
          annotations: Mapping[str, Any], serialized: str,
          own: frozenset[str] = frozenset()) -> tuple[tuple[Block, ...], Mapping[str, Any]]:
@@ -115,7 +119,33 @@ def obey(request: Request, choice: Choice, blocks: tuple[Block, ...],
     text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
     # A refusal fills nothing: the call a forced model makes when it will not do the task.
     args = {} if annotations.get("kind") == "summary_refused" else \
-        filled(tool_parameters(tool)[0], text)
+        fill({"type": "object", **_parameters(tool), "properties": tool_parameters(tool)[0]}, text)
     raw = json.dumps(args, ensure_ascii=False)
     call = ToolCallBlock(call_id(serialized, tool.name, raw), tool.name, raw)
     return (call,), {**annotations, "tool_choice": choice.mode}
+
+
+def in_format(request: Request, blocks: tuple[Block, ...],
+              annotations: Mapping[str, Any]) -> tuple[tuple[Block, ...], Mapping[str, Any]]:
+    """A text reply in the JSON schema the request's ``response_format`` asks for
+    (``sim.schemas``): one text block of the JSON, in place of the first text block, as a
+    real API's structured output returns it. A reply that calls a tool, has no text or is
+    already a JSON object stays as it is; one that changed says so (``response_format``)."""
+    schema = asked_schema(request)
+    if schema is None or any(isinstance(b, ToolCallBlock) for b in blocks):
+        return blocks, annotations
+    texts = [b.text for b in blocks if isinstance(b, TextBlock)]
+    text = "".join(texts)
+    if not text:
+        return blocks, annotations
+    if text.lstrip().startswith("{"):
+        try:
+            if isinstance(json.loads(text), dict):
+                return blocks, annotations
+        except ValueError:
+            pass
+    raw = TextBlock(json.dumps(fill(schema, text), ensure_ascii=False))
+    first = next(i for i, b in enumerate(blocks) if isinstance(b, TextBlock))
+    out = tuple(b for i, b in enumerate(blocks) if not isinstance(b, TextBlock) or i == first)
+    return (tuple(raw if isinstance(b, TextBlock) else b for b in out),
+            {**annotations, "response_format": "json_schema"})

@@ -27,7 +27,7 @@ from typing import Any
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock
 from harnesslab.sim.aliases import aliases, as_offered, as_world
 from harnesslab.sim.asks import asks_in
-from harnesslab.sim.choice import AUTO, obey, offered, tool_choice
+from harnesslab.sim.choice import AUTO, in_format, obey, offered, tool_choice
 from harnesslab.sim.declared import DeclaredNeed, act_content, act_need, act_unable, need_of
 from harnesslab.sim.declared import content as declared_content
 from harnesslab.sim.declared import unable as declared_unable
@@ -273,10 +273,13 @@ class FakeModel:
                 view = View(offered(request, choice), self._lexicon, self._phrases,
                             self._reader)
             got = self._auxiliary(view) or self._turn(view)
-        if choice is AUTO:
-            return got
-        return ModelReply(*obey(request, choice, got.blocks, got.annotations, view.text,
-                                self._own_tools))
+        if choice is not AUTO:
+            got = ModelReply(*obey(request, choice, got.blocks, got.annotations, view.text,
+                                   self._own_tools))
+        if found is None and request.meta:
+            # An answer asked for in a JSON schema (a summary is written in it by summarize).
+            got = ModelReply(*in_format(request, got.blocks, got.annotations))
+        return got
 
     def _auxiliary(self, view: View) -> ModelReply | None:
         """A call that asks no question but, in its instructions, for something else: a title

@@ -66,10 +66,11 @@ from harnesslab.sim.reading import (
     phrase_patterns,
     without_message,
 )
+from harnesslab.sim.schemas import asked_schema, fill
 from harnesslab.sim.segments import utterances_in
 from harnesslab.sim.vocab import Vocab, bundled
 
-__all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "filled", "restates", "summarize",
+__all__ = ["REFUSAL", "SummarizerProfile", "content_of", "draw", "restates", "summarize",
            "summary_form", "summary_request", "swap_id"]
 
 ItemKind = Literal["constraint", "fact", "claim", "goal", "entity"]
@@ -523,7 +524,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     lang = content.language(basis)
     loss = _lose(extract(content, lang), profile, seed, lang, salt, superseded(content),
                  content.vocab)
-    asked_json = json_properties(request)
+    asked_json = asked_schema(request)
     props = list(MEMORY_FIELDS) if as_text else \
         _properties(request.tools[0]) if request.tools else []
     body = _render(form, loss.kept, lang, props)
@@ -536,7 +537,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     if asked_json is not None and isinstance(body, str):
         # Asked to answer in a JSON schema (response_format): the text in its first string
         # field, every other field empty of its type, as a model filling the schema would.
-        body = json.dumps(filled(asked_json, body), ensure_ascii=False)
+        body = json.dumps(fill(asked_json, body), ensure_ascii=False)
     blocks: tuple[Block, ...]
     if isinstance(body, dict):
         args = written_json(json.dumps(body, ensure_ascii=False), profile.json_form)
@@ -567,38 +568,6 @@ def written_json(strict: str, form: JsonForm) -> str:
         # object with no multi-line value stays strict).
         return _ESCAPED_NEWLINE.sub("\n", strict)
     return strict
-
-
-def json_properties(request: Request) -> dict[str, Any] | None:
-    """The properties of the JSON schema the request's ``response_format`` asks for, if any."""
-    raw = dict(request.meta).get("response_format")
-    if raw is None:
-        return None
-    try:
-        fmt = json.loads(raw)
-    except json.JSONDecodeError:
-        return None
-    schema = (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    return dict(props) if isinstance(props, dict) and props else None
-
-
-def filled(props: Mapping[str, Any], text: str) -> dict[str, Any]:
-    """``text`` in the first string property, every other one empty of its type: what a model
-    asked for a schema writes (a response_format here; a forced tool's arguments in
-    ``sim.choice``)."""
-    empty = {"string": "", "array": [], "object": {}, "integer": 0, "number": 0, "boolean": False}
-    out: dict[str, Any] = {}
-    left: str | None = text
-    for name, spec in props.items():
-        kind = spec.get("type") if isinstance(spec, Mapping) else None
-        if kind == "string" and left is not None:
-            out[name], left = left, None
-        else:
-            out[name] = empty.get(kind) if isinstance(kind, str) else None
-    if left is not None and out:
-        out[next(iter(out))] = left
-    return out
 
 
 def content_of(request: Request) -> Request:

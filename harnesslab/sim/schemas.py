@@ -1,0 +1,152 @@
+"""What the fake model writes when a request asks for a JSON schema: the answer's text in the
+schema's place for an answer (a string field named like one: ``answer``, ``response``,
+``content``, ``summary``, ...; else the first place for a string), every other place empty of
+its type.
+
+A real API with structured outputs (Chat Completions' ``response_format``, the Responses API's
+``text.format``, Anthropic's ``output_config.format``; the wires keep each as the request's
+``("response_format", ...)`` meta in Chat Completions' form) returns JSON the schema accepts,
+whatever the model would rather say; so does a forced tool's arguments (``sim.choice``). The
+schema is read as the APIs' strict mode writes it (pydantic's and zod's output): ``$ref`` into
+``$defs``/``definitions``; ``anyOf``/``oneOf`` (an optional field is ``null`` unless the
+answer goes into it; else the first branch that can hold it, or is no ``null``); a list of
+types; ``enum`` and ``const`` (their first value: no text goes there); nested objects
+(searched in the schema's order, the shallowest place first) and arrays (empty).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harnesslab.messages import Request
+
+__all__ = ["asked_schema", "fill"]
+
+_EMPTY: dict[str, Any] = {"string": "", "array": [], "integer": 0, "number": 0,
+                          "boolean": False, "null": None}
+_MAX_DEPTH = 8  # a recursive $ref (a tree of nodes) is filled this deep, then left empty
+_MAX_VISITS = 10_000
+
+
+def asked_schema(request: Request) -> dict[str, Any] | None:
+    """The JSON schema the request's ``response_format`` meta asks the answer in, if any
+    (``json_object``, which names no schema, is none)."""
+    fmt = request.stated_json("response_format")
+    spec = fmt.get("json_schema") if fmt is not None else None
+    schema = spec.get("schema") if isinstance(spec, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
+# Where a model asked for a schema writes its answer: a string place of one of these names
+# (case and separators aside), else the first string place. Compared as written lower-case
+# with "_" and "-" dropped.
+ANSWER_NAMES = frozenset({"answer", "finalanswer", "response", "reply", "content", "text",
+                          "message", "output", "result", "summary"})
+
+
+class _Filler:
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.visits = _MAX_VISITS  # a recursive schema is searched and filled this far
+
+    def _ref(self, node: Mapping[str, Any]) -> Mapping[str, Any]:
+        ref = node.get("$ref")
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            return node
+        target: Any = self.root
+        for part in ref[2:].split("/"):
+            target = target.get(part.replace("~1", "/").replace("~0", "~")) \
+                if isinstance(target, Mapping) else None
+        return target if isinstance(target, Mapping) else {}
+
+    def node(self, node: Mapping[str, Any], depth: int) -> Mapping[str, Any]:
+        """``node`` with its ``$ref`` followed and of ``anyOf``/``oneOf`` the branch a model
+        takes: the first that can hold text, else the first that is no ``null``."""
+        for _ in range(_MAX_DEPTH):
+            node = self._ref(node)
+            options = next((node[k] for k in ("anyOf", "oneOf", "allOf")
+                            if isinstance(node.get(k), list) and node[k]), None)
+            if options is None:
+                return node
+            branches = [self._ref(o) for o in options if isinstance(o, Mapping)]
+            real = [b for b in branches if b.get("type") != "null"] or branches
+            node = next((b for b in real if self._holds_text(b, depth + 1)),
+                        real[0] if real else {})
+        return {}
+
+    def _holds_text(self, node: Mapping[str, Any], depth: int) -> bool:
+        return depth <= _MAX_DEPTH and next(self.places(node, (), depth), None) is not None
+
+    def places(self, node: Mapping[str, Any], path: tuple[str, ...],
+               depth: int = 0) -> Iterator[tuple[str, ...]]:
+        """The paths of the places a free text may go, in the schema's order."""
+        self.visits -= 1
+        if depth > _MAX_DEPTH or self.visits < 0:
+            return
+        n = self.node(node, depth)
+        if "enum" in n or "const" in n:
+            return
+        if "string" in _kinds(n):
+            yield path
+            return
+        props = n.get("properties")
+        if isinstance(props, Mapping):
+            for name, p in props.items():
+                if isinstance(p, Mapping):
+                    yield from self.places(p, (*path, str(name)), depth + 1)
+
+    def value(self, node: Mapping[str, Any], path: tuple[str, ...], target: tuple[str, ...] | None,
+              text: str, depth: int = 0) -> Any:
+        self.visits -= 1
+        if depth > _MAX_DEPTH or self.visits < 0:
+            return None  # a recursive schema left empty where a model would stop
+        if _nullable(self._ref(node)) and (target is None or target[:len(path)] != path):
+            return None  # an optional field the answer does not go into: null
+        n = self.node(node, depth)
+        if "const" in n:
+            return n["const"]
+        if isinstance(n.get("enum"), list) and n["enum"]:
+            return n["enum"][0]
+        kinds = _kinds(n)
+        if "string" in kinds:
+            return text if path == target else ""
+        props = n.get("properties")
+        if "object" in kinds or isinstance(props, Mapping):
+            return {name: self.value(p if isinstance(p, Mapping) else {}, (*path, str(name)),
+                                     target, text, depth + 1)
+                    for name, p in (props.items() if isinstance(props, Mapping) else ())}
+        real = [k for k in kinds if k != "null"]
+        return _EMPTY.get(real[0]) if real else None
+
+
+def _nullable(node: Mapping[str, Any]) -> bool:
+    return any(isinstance(node.get(k), list) and any(
+        isinstance(o, Mapping) and o.get("type") == "null" for o in node[k])
+        for k in ("anyOf", "oneOf"))
+
+
+def _kinds(node: Mapping[str, Any]) -> list[str]:
+    kind = node.get("type")
+    return [k for k in (kind if isinstance(kind, list) else [kind]) if isinstance(k, str)]
+
+
+def _answer_name(name: str) -> bool:
+    return name.lower().replace("_", "").replace("-", "") in ANSWER_NAMES
+
+
+def fill(schema: Mapping[str, Any], text: str) -> Any:
+    """The JSON value ``schema`` accepts with ``text`` in its answer's place (module
+    docstring). An object with no place for a string gets the text in its first property, as
+    a model would rather break the schema than drop its answer."""
+    f = _Filler(schema)
+    places = list(f.places(schema, ()))
+    # A place named for the answer, else the shallowest (a recursive schema's first places
+    # lie at its depth limit), in the schema's order.
+    target = min(places, key=lambda p: (not (p and _answer_name(p[-1])), len(p)),
+                 default=None)
+    f.visits = _MAX_VISITS
+    out = f.value(schema, (), target, text)
+    if target is None and isinstance(out, dict) and out:
+        out[next(iter(out))] = text
+    return out

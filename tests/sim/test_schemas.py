@@ -1,0 +1,125 @@
+"""The fake model's answer in a JSON schema (``sim.schemas.fill``): valid for the schemas
+frameworks send (pydantic's, and the OpenAI SDK's strict form of them), the answer in one
+place, the place a model would choose."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
+
+from harnesslab.judge.checks import json_strings
+from harnesslab.messages import Message, Request, TextBlock, ToolCallBlock
+from harnesslab.sim.choice import in_format
+from harnesslab.sim.schemas import fill
+
+
+class Plain(BaseModel):
+    text: str
+
+
+class Titled(BaseModel):
+    title: str
+    answer: str
+    confidence: float
+
+
+class Detail(BaseModel):
+    eta: str | None
+    late: bool
+
+
+class Nested(BaseModel):
+    mood: Literal["calm", "sorry"]
+    detail: Detail
+    summary: str
+    refs: list[str]
+    count: int
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node]
+    parent: Node | None
+
+
+class Deep(BaseModel):
+    meta: dict[str, int]
+    inner: Plain
+    note: str | None = None
+
+
+class NoText(BaseModel):
+    n: int
+    flags: list[bool]
+
+
+MODELS = [Plain, Titled, Nested, Node, Deep]
+
+
+def _schemas(model: type[BaseModel]) -> list[dict[str, Any]]:
+    out = [model.model_json_schema()]
+    strict = pytest.importorskip("openai.lib._pydantic").to_strict_json_schema(model)
+    return [*out, strict]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+@settings(deadline=None, max_examples=50)  # the first example imports the OpenAI SDK
+@given(text=st.text(min_size=1, max_size=40).filter(lambda t: t != "calm"))
+def test_the_answer_fits_the_schema_once(model: type[BaseModel], text: str) -> None:
+    for schema in _schemas(model):
+        got = fill(schema, text)
+        model.model_validate(got)  # raises if the schema does not accept it
+        # The answer once; the only other string an enum's first value.
+        assert [s for s in json_strings(got) if s and s != "calm"] == [text]
+
+
+def test_the_answer_goes_where_a_model_would_put_it() -> None:
+    assert fill(Titled.model_json_schema(), "T") == {"title": "", "answer": "T",
+                                                     "confidence": 0}
+    nested = fill(Nested.model_json_schema(), "T")
+    assert nested == {"mood": "calm", "detail": {"eta": None, "late": False}, "summary": "T",
+                      "refs": [], "count": 0}
+    assert fill(Node.model_json_schema(), "T") == {"label": "T", "children": [],
+                                                   "parent": None}
+    assert fill(Deep.model_json_schema(), "T")["inner"] == {"text": "T"}
+    # No place for text: the first field takes it (the schema broken rather than the answer
+    # dropped, so that a harness sees what it asked for went wrong).
+    with pytest.raises(ValidationError):
+        NoText.model_validate(fill(NoText.model_json_schema(), "T"))
+
+
+def test_the_control_the_plain_text_fits_none_of_them() -> None:
+    for model in MODELS:
+        with pytest.raises(ValidationError):
+            model.model_validate_json(json.dumps("T"))
+
+
+def test_a_recursive_schema_of_no_text_ends() -> None:
+    tree = {"$defs": {"N": {"type": "object", "properties": {
+        "a": {"$ref": "#/$defs/N"}, "b": {"$ref": "#/$defs/N"}}}}, "$ref": "#/$defs/N"}
+    assert len(json.dumps(fill(tree, "T"))) < 100_000
+
+
+def _request(meta: tuple[tuple[str, str], ...]) -> Request:
+    return Request("", (Message.text("user", "hi"),), meta=meta)
+
+
+def test_only_a_text_answer_takes_the_format() -> None:
+    fmt = (("response_format", json.dumps({"type": "json_schema", "json_schema": {
+        "name": "T", "schema": Titled.model_json_schema()}})),)
+    blocks, notes = in_format(_request(fmt), (TextBlock("好的"),), {"kind": "answer"})
+    assert Titled.model_validate_json(blocks[0].text).answer == "好的"  # type: ignore[union-attr]
+    assert notes == {"kind": "answer", "response_format": "json_schema"}
+    call = (ToolCallBlock("c1", "track_order", "{}"),)
+    assert in_format(_request(fmt), call, {}) == (call, {})  # a tool call stays a call
+    done = (TextBlock('{"title": "", "answer": "x", "confidence": 1}'),)
+    assert in_format(_request(fmt), done, {}) == (done, {})  # already JSON
+    plain = (TextBlock("好的"),)
+    assert in_format(_request(()), plain, {}) == (plain, {})  # the control: none asked
+    loose = (("response_format", json.dumps({"type": "json_object"})),)
+    assert in_format(_request(loose), plain, {}) == (plain, {})
