@@ -1,18 +1,31 @@
 """A plain agent on the official openai SDK, tested black-box by harnesslab:
     harnesslab run --set harness=cmd:"python examples/plain_openai_agent.py"
-Its context handling: the last 12 messages, no summary, no time stated to the model."""
+Its context handling: the last 12 messages, no summary, no time stated to the model.
+``--typed``: its answers are asked in a JSON schema (structured outputs, a pydantic model, as
+typed agent frameworks ask), parsed, and the answer field given to the user."""
 import json
 import os
 import sys
 
 import httpx
 from openai import BadRequestError, OpenAI
+from pydantic import BaseModel, ValidationError
 
 client = OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY come from the environment
 TOOLS_URL, AUTH = os.environ["HARNESSLAB_TOOLS_URL"], {"Authorization": f"Bearer {client.api_key}"}
 TOOLS = httpx.get(TOOLS_URL, headers=AUTH).json()["tools"]
 SYSTEM = {"role": "system", "content": "You are a customer-service assistant."}
 history: list[dict] = []
+
+
+class Reply(BaseModel):
+    answer: str
+    needs_follow_up: bool
+
+
+TYPED = {"response_format": {"type": "json_schema", "json_schema": {
+    "name": "Reply", "strict": True, "schema": Reply.model_json_schema()}}} \
+    if "--typed" in sys.argv else {}
 
 
 def answer(text: str, images: list[dict]) -> dict:
@@ -25,10 +38,15 @@ def answer(text: str, images: list[dict]) -> dict:
             window = window[1:]
         try:
             reply = client.chat.completions.create(model="harnesslab", messages=[SYSTEM, *window],
-                                                   tools=TOOLS).choices[0].message
+                                                   tools=TOOLS, **TYPED).choices[0].message
         except BadRequestError as e:  # e.g. context_length_exceeded
             return {"text": "", "failed": True, "reason": str(e.code or "rejected")}
         history.append(reply.model_dump(exclude_none=True))
+        if not reply.tool_calls and TYPED:
+            try:
+                return {"text": Reply.model_validate_json(reply.content or "").answer}
+            except ValidationError:
+                return {"text": "", "failed": True, "reason": "not a Reply"}
         if not reply.tool_calls:
             return {"text": reply.content or ""}
         for call in reply.tool_calls:

@@ -180,3 +180,50 @@ def test_without_the_format_rule_the_sdk_cannot_parse(tmp_path: Path, monkeypatc
             client.chat.completions.parse(model="m", messages=[{"role": "user",
                                                                  "content": "谢谢！"}],
                                           response_format=Reply)
+
+
+# --- a typed black-box agent over scenarios ----------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+TYPED_SCENARIOS = ("followup-o1001-zh", "stale-logistics-zh", "followup-after-filler-en")
+
+
+def _verdicts(tmp: Path, scenario: str, *flags: str) -> tuple[dict[str, bool], Record]:
+    import sys
+
+    from harnesslab.run.runner import run_variant
+    from harnesslab.scenario.loader import bundled_dir, load_scenario
+
+    path = bundled_dir() / f"{scenario}.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    spec = f"cmd:{sys.executable} {ROOT / 'examples' / 'plain_openai_agent.py'} {' '.join(flags)}"
+    r = run_variant(sc, v, source=path, out_dir=tmp / "-".join((scenario, *flags)),
+                    cli_set={"harness": spec, "turn_timeout": 60})
+    assert r.error is None and r.record is not None, r.error
+    return {c.id: c.passed for c in r.checks}, Record.load(r.record)
+
+
+@pytest.mark.parametrize("scenario", TYPED_SCENARIOS)
+def test_a_typed_agent_is_judged_as_the_same_agent_untyped(tmp_path: Path,
+                                                           scenario: str) -> None:
+    """The same agent asking its answers in a schema gets the same verdicts: the bench reads
+    the answer it parsed, and its model answered in the schema."""
+    pytest.importorskip("openai")
+    plain, _ = _verdicts(tmp_path, scenario)
+    typed, rec = _verdicts(tmp_path, scenario, "--typed")
+    assert typed == plain and any(plain.values())
+    texts = [c for c in rec.of_type("model_call") if c["reply"][0]["type"] == "text"]
+    assert texts and all(c["annotations"].get("response_format") == "json_schema"
+                         for c in texts)
+
+
+def test_a_typed_agent_fails_where_the_model_ignores_the_schema(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The control: with the format rule taken out, the typed agent cannot parse an answer and
+    reports its turns failed (what the bench would have blamed on it)."""
+    pytest.importorskip("openai")
+    monkeypatch.setattr("harnesslab.sim.model.in_format", lambda r, b, a: (b, a))
+    typed, rec = _verdicts(tmp_path, "followup-o1001-zh", "--typed")
+    assert not all(typed.values())
+    assert {t.get("reason") for t in rec.of_type("turn")} == {"not a Reply"}
