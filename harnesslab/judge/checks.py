@@ -14,6 +14,7 @@ from harnesslab.messages import Request
 from harnesslab.record.format import CALL_EVENTS, Record
 from harnesslab.scenario.schema import Expect, Scenario, UserStep, Variant
 from harnesslab.scenario.steps import FIDELITY, step_checks
+from harnesslab.sim.react import answer_of
 from harnesslab.sim.reading import View
 from harnesslab.sim.segments import Reader
 
@@ -50,10 +51,12 @@ def _turn_calls(rec: Record, step: int) -> list[dict[str, Any]]:
 def called_tools(call: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """A model call's tool calls (name, block), each named as the world names its tool: a
     harness that offers the tools under its own names (``shop-track_order``) called the world's
-    (the fake model's ``tool_names`` annotation, sim.aliases)."""
-    names = (call.get("annotations") or {}).get("tool_names") or {}
+    (the fake model's ``tool_names`` annotation, sim.aliases); a call written as text in a
+    prompt's ReAct protocol is one too (its ``text_calls`` annotation, sim.react)."""
+    ann = call.get("annotations") or {}
+    names = ann.get("tool_names") or {}
     return [(names.get(b["name"], b["name"]), b) for b in call["reply"]
-            if b["type"] == "tool_call"]
+            if b["type"] == "tool_call"] + [(c["name"], c) for c in ann.get("text_calls", ())]
 
 
 def answer_call(calls: list[dict[str, Any]], reply: str) -> dict[str, Any] | None:
@@ -102,9 +105,13 @@ def reply_text(call: dict[str, Any]) -> str:
 def answer_strings(call: dict[str, Any]) -> list[str]:
     """Where a harness may take a call's answer from besides its text: the string values of
     the text when it is a JSON object (a structured output, parsed by the harness) and of its
-    tool calls' arguments (:func:`argument_strings`)."""
+    tool calls' arguments (:func:`argument_strings`), and the text after a ReAct protocol's
+    final-answer marker (``Final Answer:``, ``Answer:``; sim.react)."""
     out: list[str] = []
     text = reply_text(call)
+    final = answer_of(text) if "nswer" in text else None
+    if final:
+        out.append(final)
     if text.lstrip().startswith("{"):
         with contextlib.suppress(ValueError):
             got = json.loads(text)

@@ -158,6 +158,16 @@ def observe(rec: Record) -> Observed:
             results += [(j, b.id) for b in m.content if isinstance(b, ToolResultBlock)]
             if "call_" in text:
                 results += [(j, cid) for cid in CALL_ID_RE.findall(text)]
+        def _ran(k: int, names: set[str]) -> bool:
+            """Whether a tool of ``names`` ran after event ``k``, before the next call."""
+            for n in range(k + 1, len(rec.events)):
+                e = rec.events[n]
+                if e["type"] in CALL_EVENTS:
+                    return False
+                if e["type"] == "tool_call" and e["name"] in names:
+                    return True
+            return False
+
         def _cut(i: int, seq: list[dict[str, Any]] = seq) -> bool:
             end = at[seq[i + 1]["call"]] if i + 1 < len(seq) else len(rec.events)
             return any(at[seq[i]["call"]] < k < end for k in killed)
@@ -190,7 +200,12 @@ def observe(rec: Record) -> Observed:
             # this call's request held (the conversation went on from there); a summary kept
             # as an assistant message stands where the conversation it replaced was.
             held = set(hashes[i])
+            # A call written as text (a prompt's ReAct protocol, sim.react) is taken up by the
+            # harness running it: the tool run before the next call (a harness re-renders
+            # the call's text as it likes, LlamaIndex's arguments as a Python dict).
+            texted = {t["name"] for t in (c.get("annotations") or {}).get("text_calls", ())}
             taken = any(j > i and cid in made for j, cid in results) \
+                or (bool(texted) and _ran(at[c["call"]], texted)) \
                 or (bool(said) and said in replies) \
                 or any(x in replies for x in answer_strings(c)) \
                 or any(j > i and before is not None and not before.isdisjoint(held) and x in t

@@ -47,6 +47,7 @@ from harnesslab.sim.intents import (
     constraint_tag,
 )
 from harnesslab.sim.notes import note_call, tool_parameters
+from harnesslab.sim.react import as_react, listed_tools, with_listed
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
 from harnesslab.sim.segments import Reader
 from harnesslab.sim.summarizer import (
@@ -246,6 +247,12 @@ class FakeModel:
         self._own_tools = frozenset(self._domain.spec.tools)  # what a forced reply avoids
 
     def reply(self, request: Request) -> ModelReply:
+        listed = listed_tools(request, self._own_tools)
+        if listed:
+            # Tools offered in the prompt (sim.react): decided on as if offered, written in
+            # the prompt's protocol.
+            got = self._reply(with_listed(request, listed))
+            return ModelReply(*as_react(request, got.blocks, got.annotations))
         names = aliases(request.tools, self._own_tools)
         if not names:
             return self._reply(request)

@@ -1,0 +1,113 @@
+"""Tools offered in the prompt (``sim.react``): a harness that lists the tools in its
+instructions and asks for ``Action:``/``Action Input:`` lines gets a model that follows them,
+and the judge reads the calls and the answer so written."""
+
+from __future__ import annotations
+
+import json
+
+from harnesslab.judge.checks import answer_call, answer_strings, called_tools
+from harnesslab.messages import Request, TextBlock
+from harnesslab.sim.model import ModelReply
+from harnesslab.sim.react import answer_of, listed_tools
+
+from .test_model import ASK_1001, WAIT, model, said, user
+
+TOOLS_TEXT = """You have access to the following tools:
+> Tool Name: track_order
+Tool Description: Look up an order's current logistics status and ETA.
+> Tool Name: search_kb
+Tool Description: Search the store's policies.
+"""
+# LlamaIndex's ReActAgent's output format, abridged; CrewAI's asks for "Final Answer:".
+LLAMA = TOOLS_TEXT + """Current time: 2026-11-28T10:00:00+08:00
+```
+Thought: I need to use a tool to help me answer the question.
+Action: tool name (one of track_order, search_kb) if using a tool.
+Action Input: the input to the tool, in a JSON format representing the kwargs
+```
+At that point, you MUST respond in the following format:
+```
+Thought: I can answer without using any more tools.
+Answer: [your answer here]
+```"""
+CREW = TOOLS_TEXT.replace("> Tool Name: ", "Tool Name: ") + """Current time: 2026-11-28T10:00:00+08:00
+Use the following format:
+Thought: you should always think about what to do
+Action: the action to take, only one name of [track_order, search_kb]
+Action Input: the input to the action, just a simple JSON object
+Observation: the result of the action
+Once all necessary information is gathered:
+Thought: I now know the final answer
+Final Answer: the final answer to the original input question"""
+RESULT = json.dumps({"tool": "track_order", "as_of": "2026-11-28T10:00:00+08:00",
+                     "order_id": "O-1001", "status": "in_transit", "eta": "2026-11-30",
+                     "location": "上海转运中心"}, ensure_ascii=False)
+
+
+def text(r: ModelReply) -> str:
+    (b,) = r.blocks
+    assert isinstance(b, TextBlock)
+    return b.text
+
+
+def test_a_needed_lookup_is_written_as_an_action() -> None:
+    r = model().reply(Request(LLAMA, (user(ASK_1001),)))
+    assert text(r).splitlines()[1:] == ["Action: track_order",
+                                        'Action Input: {"order_id": "O-1001"}']
+    assert r.annotations["tool_protocol"] == "react"
+    assert r.annotations["text_calls"] == [{"name": "track_order",
+                                            "input": '{"order_id": "O-1001"}'}]
+
+
+def test_the_observation_answers_after_the_prompts_marker() -> None:
+    action = text(model().reply(Request(LLAMA, (user(ASK_1001),))))
+    r = model().reply(Request(LLAMA, (user(ASK_1001), said(action),
+                                      user("Observation: " + RESULT))))
+    lines = text(r).splitlines()
+    assert lines[0].startswith("Thought:") and lines[1].startswith("Answer: ")
+    assert "2026-11-30" in lines[1] and r.annotations["kind"] == "answer"
+    crew = model().reply(Request(CREW, (user(ASK_1001), said(action),
+                                        user("Observation: " + RESULT))))
+    assert text(crew).splitlines()[1].startswith("Final Answer: ")
+    assert answer_of(text(crew)) == answer_of(text(r))
+    # A follow-up later in the conversation resolves to the order the observation named.
+    follow = model().reply(Request(LLAMA, (user(ASK_1001), said(action),
+                                           user("Observation: " + RESULT), said(text(r)),
+                                           user(WAIT))))
+    assert follow.annotations["resolved"] == {"order": "O-1001"}
+
+
+def test_the_control_tools_listed_without_the_protocol_are_not_offered() -> None:
+    bare = TOOLS_TEXT + "Current time: 2026-11-28T10:00:00+08:00"
+    r = model().reply(Request(bare, (user(ASK_1001),)))
+    assert r.annotations.get("reason") == "tool_not_offered"
+    assert "tool_protocol" not in r.annotations
+    assert listed_tools(Request(bare, (user(ASK_1001),)), ["track_order"]) == ()
+    # Tools offered to the API win over the prompt's list: an ordinary tool call.
+    from .test_model import ALL_TOOLS
+
+    native = model().reply(Request(LLAMA, (user(ASK_1001),), tools=ALL_TOOLS))
+    assert "tool_protocol" not in native.annotations
+    assert native.blocks[0].__class__.__name__ == "ToolCallBlock"
+    # Only the tools the instructions name are offered.
+    assert listed_tools(Request(LLAMA, ()), ["track_order", "get_user_profile",
+                                             "search_kb"]) == ("search_kb", "track_order")
+
+
+def test_the_judge_reads_calls_and_answers_written_as_text() -> None:
+    action = model().reply(Request(LLAMA, (user(ASK_1001),)))
+    answer = model().reply(Request(LLAMA, (user(ASK_1001), said(text(action)),
+                                           user("Observation: " + RESULT))))
+
+    def event(r: ModelReply) -> dict[str, object]:
+        return {"reply": [{"type": "text", "text": text(r)}], "annotations": r.annotations}
+
+    assert [n for n, _ in called_tools(event(action))] == ["track_order"]
+    assert called_tools(event(answer)) == []
+    final = answer_of(text(answer))
+    assert final and final in answer_strings(event(answer))
+    calls = [event(answer), event(action)]  # not the last: found by its answer
+    assert answer_call(calls, final) is calls[0]
+    # The control: a reply with no marker gives no answer of its own.
+    assert answer_of("订单 O-1001 在运输中。") is None
