@@ -49,6 +49,7 @@ from harnesslab.sim.intents import (
 from harnesslab.sim.notes import note_call, tool_parameters
 from harnesslab.sim.react import as_react, listed_tools, with_listed
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
+from harnesslab.sim.schema_tools import SchemaTools, schema_tools
 from harnesslab.sim.segments import Reader
 from harnesslab.sim.summarizer import (
     NOTHING,
@@ -247,6 +248,9 @@ class FakeModel:
         self._own_tools = frozenset(self._domain.spec.tools)  # what a forced reply avoids
 
     def reply(self, request: Request) -> ModelReply:
+        union = schema_tools(request) if request.meta and not request.tools else None
+        if union is not None and any(t.name in self._own_tools for t in union.tools):
+            return self._in_schema(request, union)
         listed = listed_tools(request, self._own_tools)
         if listed:
             # Tools offered in the prompt (sim.react): decided on as if offered, written in
@@ -261,6 +265,19 @@ class FakeModel:
         got = self._reply(as_world(request, names))
         return ModelReply(as_offered(got.blocks, names),
                           {**got.annotations, "tool_names": dict(sorted(names.items()))})
+
+    def _in_schema(self, request: Request, union: SchemaTools) -> ModelReply:
+        """Tools offered in the answer's schema (sim.schema_tools): decided on as if offered
+        with a call required, the call written as the schema's JSON."""
+        got = self._reply(replace(request, tools=union.tools).with_meta(
+            ("tool_choice", "required")))
+        calls = [b for b in got.blocks if isinstance(b, ToolCallBlock)]
+        if not calls:  # a refusal under the forced choice: as the model wrote it
+            return got
+        c = calls[0]
+        return ModelReply((TextBlock(union.write(c.name, c.input)),), {
+            **got.annotations, "tool_protocol": "schema",
+            "text_calls": [{"name": c.name, "input": c.input or "{}"}]})
 
     def _reply(self, request: Request) -> ModelReply:
         self._reader.next_call()

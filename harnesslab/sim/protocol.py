@@ -16,7 +16,8 @@ A request is rejected, with the first problem found, when:
 - a call in flight, one after the last user message (the current turn's tool round), names a
   tool the request does not offer: the harness withdrew a tool while the model was using it.
   Calls in earlier turns are history: a summary request offers only its output tool, or none,
-  and still carries them, which real APIs accept.
+  and still carries them, which real APIs accept. Tools offered in the answer's JSON schema
+  (``sim.schema_tools``, BeeAI's fallback) are offered.
 
 A call at the very end of a request with no result yet is not checked here: no harness sends
 one on purpose, and the model then simply answers.
@@ -27,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harnesslab.messages import Message, Request, ToolCallBlock, ToolResultBlock
+from harnesslab.sim.schema_tools import schema_tools
 from harnesslab.tokens import common_prefix
 
 
@@ -64,6 +66,11 @@ def _scan(state: _State, i: int, m: Message) -> str | None:
 
 def _in_flight(state: _State, request: Request) -> str | None:
     offered = {t.name for t in request.tools}
+    if not offered and request.meta:
+        # Tools offered in the answer's schema (sim.schema_tools): calls of them are no
+        # withdrawn tool.
+        union = schema_tools(request)
+        offered = {t.name for t in union.tools} if union is not None else offered
     for cid, (j, name) in state.calls.items():
         if j > state.last_user and name not in offered:
             return (f"message {j}: call {cid} in flight to {name}, a tool this request does "

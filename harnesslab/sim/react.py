@@ -1,6 +1,7 @@
 """Tools offered in the prompt: a ReAct loop's text protocol, as the fake model speaks it.
 
-A harness that offers no tools to the API but lists them in its instructions and asks for
+A harness that offers no tools to the API but lists them in its instructions (the system
+prompt, a leading system message or the last user message) and asks for
 ``Action:`` / ``Action Input:`` lines (LlamaIndex's ReActAgent, CrewAI's and LangChain's
 classic ReAct prompts, many in-house loops) gets what a model following those instructions
 writes: a tool call as ``Thought: ...`` / ``Action: <tool>`` / ``Action Input: <JSON>``, an
@@ -34,10 +35,13 @@ THOUGHT_ANSWER = "Thought: I can answer without using any more tools."
 
 
 def _instructions(request: Request) -> str:
-    """Where a harness states its protocol: the system prompt and the system and user
-    messages (a classic ReAct prompt is one user message)."""
-    return "\n".join([request.system, *(m.plain_text() for m in request.messages
-                                        if m.role in ("system", "user"))])
+    """Where a harness states its protocol: the system prompt, a leading system message, and
+    the last user message (a classic ReAct prompt is one user message). Not every message:
+    this is read on every call that offers no tools, and must not cost the whole context."""
+    msgs = request.messages
+    first = [msgs[0].plain_text()] if msgs and msgs[0].role == "system" else []
+    last = next((m.plain_text() for m in reversed(msgs) if m.role == "user"), "")
+    return "\n".join([request.system, *first, last])
 
 
 def listed_tools(request: Request, world: Iterable[str]) -> tuple[str, ...]:
@@ -46,7 +50,7 @@ def listed_tools(request: Request, world: Iterable[str]) -> tuple[str, ...]:
     if request.tools:
         return ()
     text = _instructions(request)
-    if not (_INPUT.search(text) and _ACTION.search(text)):
+    if "Input" not in text or not (_INPUT.search(text) and _ACTION.search(text)):
         return ()
     return tuple(n for n in sorted(world)
                  if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text))
