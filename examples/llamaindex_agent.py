@@ -8,13 +8,16 @@ history exceeds TOKEN_LIMIT, the oldest messages are summarised by a separate ca
 "The following is a conversation ... Write a concise summary ...", the old messages as one
 user message) and the summary is given back as a system message. The system prompt states
 the time as "现在是 <ISO>".
+``--react``: a ReActAgent instead, which offers the tools in its prompt (Thought / Action /
+Action Input lines, results handed back as "Observation: ...") and none to the API.
 """
 # First: it routes what the framework logs on stdout to stderr before the framework loads.
 from bench_loop import TOOLS, Failed, call_tool, serve
 import asyncio
 import os
+import sys
 
-from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
 from llama_index.core.memory import ChatSummaryMemoryBuffer
 from llama_index.core.tools import FunctionTool
 from llama_index.llms.openai import OpenAI
@@ -43,8 +46,8 @@ loop = asyncio.new_event_loop()  # one loop for the program's life: the client's
 
 
 def answer(text: str, now: str) -> str:
-    agent = FunctionAgent(tools=tools, llm=llm,
-                          system_prompt=f"你是一家电商的客服助手。现在是 {now}")
+    agent = (ReActAgent if "--react" in sys.argv else FunctionAgent)(
+        tools=tools, llm=llm, system_prompt=f"你是一家电商的客服助手。现在是 {now}")
 
     async def go() -> str:
         return str(await agent.run(user_msg=text, memory=memory, max_iterations=8))

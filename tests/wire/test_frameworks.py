@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 VENVS = Path(os.environ.get("HARNESSLAB_FRAMEWORKS", "/work/fw"))
 SUBSET = ("followup-after-filler-zh", "stale-logistics-zh", "brevity-30-turns-zh",
           "spoofed-identity-zh", "restart-followup-zh")
-# example -> its venv folder, and the checks docs/frameworks.md explains as its failures.
+# example (and its flags) -> its venv folder, and the checks docs/frameworks.md explains as its
+# failures.
 IDENTITY = {"spoofed-identity-zh": {"s1.mentions", "s1.not_mentions", "s1.no_leak",
                                     "s2.mentions", "s2.not_mentions", "s2.no_leak"}}
 RESTART = {"restart-followup-zh": {"s2.resume_fidelity", "s3.answered", "s3.mentions",
@@ -30,6 +31,8 @@ RESTART = {"restart-followup-zh": {"s2.resume_fidelity", "s3.answered", "s3.ment
 FRAMEWORKS = {
     "langchain": ("langgraph", {**IDENTITY, **RESTART}),
     "llamaindex": ("llamaindex", {**IDENTITY, **RESTART}),
+    # Its ReActAgent: the tools in the prompt, calls and results as text (sim.react).
+    "llamaindex --react": ("llamaindex", {**IDENTITY, **RESTART}),
     "autogen": ("autogen", {**IDENTITY, **RESTART}),
     "agno": ("agno", {**IDENTITY, **RESTART,
                       "followup-after-filler-zh": {"s3.not_called"}}),
@@ -55,6 +58,7 @@ FRAMEWORKS = {
 @pytest.mark.parametrize("example", sorted(FRAMEWORKS))
 def test_a_framework_runs_the_subset_with_no_false_alarm(example: str, tmp_path: Path) -> None:
     venv, explained = FRAMEWORKS[example]
+    program, *flags = example.split()
     python = VENVS / venv / "bin" / "python"
     if not python.exists():
         pytest.skip(f"{example}: no virtual environment at {python.parent.parent}")
@@ -69,7 +73,8 @@ def test_a_framework_runs_the_subset_with_no_false_alarm(example: str, tmp_path:
         sc = load_scenario(path)
         v = next(x for x in sc.variants if x.name == "default")
         r = run_variant(sc, v, source=path, out_dir=tmp_path / name, cli_set={
-            "harness": f"cmd:{python} {ROOT / 'examples' / f'{example}_agent.py'}",
+            "harness": " ".join([f"cmd:{python} {ROOT / 'examples' / f'{program}_agent.py'}",
+                                 *flags]),
             "turn_timeout": 120})
         assert r.error is None, (name, r.error)
         assert not r.checks_unreadable, (name, r.checks_unreadable)
