@@ -47,7 +47,7 @@ from harnesslab.sim.intents import (
     constraint_tag,
 )
 from harnesslab.sim.notes import note_call, tool_parameters
-from harnesslab.sim.react import as_react, listed_tools, with_listed
+from harnesslab.sim.react import in_protocol, text_protocol, with_listed
 from harnesslab.sim.reading import Fact, Lang, View, current_index, note, phrase_patterns, serialize
 from harnesslab.sim.schema_tools import SchemaTools, schema_tools
 from harnesslab.sim.segments import Reader
@@ -251,12 +251,12 @@ class FakeModel:
         union = schema_tools(request) if request.meta and not request.tools else None
         if union is not None and any(t.name in self._own_tools for t in union.tools):
             return self._in_schema(request, union)
-        listed = listed_tools(request, self._own_tools)
-        if listed:
+        protocol = text_protocol(request, self._own_tools)
+        if protocol is not None:
             # Tools offered in the prompt (sim.react): decided on as if offered, written in
             # the prompt's protocol.
-            got = self._reply(with_listed(request, listed))
-            return ModelReply(*as_react(request, got.blocks, got.annotations))
+            got = self._reply(with_listed(request, protocol.tools))
+            return ModelReply(*in_protocol(protocol, got.blocks, got.annotations))
         names = aliases(request.tools, self._own_tools)
         if not names:
             return self._reply(request)

@@ -1,30 +1,38 @@
-"""Tools offered in the prompt: a ReAct loop's text protocol, as the fake model speaks it.
+"""Tools offered in the prompt: the text protocols of ReAct loops and code agents, as the fake
+model speaks them.
 
-A harness that offers no tools to the API but lists them in its instructions (the system
-prompt, a leading system message or the last user message) and asks for
-``Action:`` / ``Action Input:`` lines (LlamaIndex's ReActAgent, CrewAI's and LangChain's
-classic ReAct prompts, many in-house loops) gets what a model following those instructions
-writes: a tool call as ``Thought: ...`` / ``Action: <tool>`` / ``Action Input: <JSON>``, an
-answer after the prompt's final-answer marker (``Final Answer:``, else ``Answer:``, else the
-plain text). The tools so offered are the world's tools the instructions name (as whole
-words); the model decides as if they were offered natively. The harness hands results back
-as text (``Observation: ...``), which the reading already takes as the turn's own facts
-(``sim.reading``: a tool call written as text, then a user message quoting its result).
+A harness may offer no tools to the API but list them in its instructions (the system prompt,
+a leading system message or the last user message) and ask for a text protocol:
 
-A reply written so says so in its annotations (``tool_protocol``: ``react``; its calls as
-``text_calls``, by which the judge reads what was called).
+- **ReAct** (``Action:`` and ``Action Input:`` lines; LlamaIndex's ReActAgent, CrewAI's and
+  LangChain's classic ReAct prompts, many in-house loops): the tools the instructions name
+  (as whole words); a call is written ``Thought: ...`` / ``Action: <tool>`` / ``Action Input:
+  <JSON>``, an answer after the prompt's final-answer marker (``Final Answer:``, else
+  ``Answer:``, else the plain text);
+- **code actions** (the tools as Python functions, ``def <tool>(``, and code blocks in
+  ``<code>`` tags or a ```` ```py ```` fence; smolagents' CodeAgent): a call is a code block
+  ``result = <tool>(key="value")`` / ``print(result)``, an answer ``final_answer("...")``
+  where the prompt names ``final_answer`` (else a ``print``).
+
+The model decides as if the tools so offered were offered natively, one action a step. The
+harness hands results back as text (``Observation: ...``), which the reading already takes
+as the turn's own facts (``sim.reading``: a tool call written as text, then a user message
+quoting its result). A reply written so says so in its annotations (``tool_protocol``:
+``react`` or ``code``; its calls as ``text_calls``, by which the judge reads what was called),
+and :func:`answer_of` gives the answer a harness takes from it.
 """
-
 from __future__ import annotations
 
+import ast
+import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
 
-__all__ = ["answer_of", "as_react", "final_marker", "listed_tools", "with_listed"]
+__all__ = ["Protocol", "answer_of", "in_protocol", "text_protocol", "with_listed"]
 
 _ACTION = re.compile(r"^[ \t>*`-]*Action[ \t]*:", re.M)
 _INPUT = re.compile(r"^[ \t>*`-]*Action[ \t]+Input[ \t]*:", re.M)
@@ -44,16 +52,38 @@ def _instructions(request: Request) -> str:
     return "\n".join([request.system, *first, last])
 
 
-def listed_tools(request: Request, world: Iterable[str]) -> tuple[str, ...]:
-    """The world's tools a request offers in its prompt, under a ReAct protocol: none when it
-    offers tools to the API, or asks for no ``Action:``/``Action Input:`` lines."""
+def _named(text: str, world: Iterable[str], pattern: str) -> tuple[str, ...]:
+    return tuple(n for n in sorted(world) if re.search(pattern.format(re.escape(n)), text))
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A text protocol a request asks for, and the tools it offers that way."""
+
+    kind: Literal["react", "code"]
+    tools: tuple[str, ...]
+    final: str | None          # react: the final-answer marker; code: the answer function
+    tags: tuple[str, str] = ("", "")  # code: the code block's opening and closing tags
+
+
+def text_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
+    """The text protocol the request asks for (module docstring) with the world's tools it
+    names, or None: it offers tools to the API, asks for no protocol, or names no tool."""
     if request.tools:
-        return ()
+        return None
     text = _instructions(request)
-    if "Input" not in text or not (_INPUT.search(text) and _ACTION.search(text)):
-        return ()
-    return tuple(n for n in sorted(world)
-                 if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text))
+    if "Input" in text and _INPUT.search(text) and _ACTION.search(text):
+        tools = _named(text, world, r"(?<![\w-]){}(?![\w-])")
+        final = "Final Answer" if _FINAL.search(text) else "Answer" if _ANSWER.search(text) \
+            else None
+        return Protocol("react", tools, final) if tools else None
+    if "def " in text and ("<code>" in text or "```py" in text):
+        # Code actions (smolagents' CodeAgent): the tools as Python functions.
+        tools = _named(text, world, r"(?<![\w.])def {}\(")
+        tags = ("<code>", "</code>") if "<code>" in text else ("```py", "```")
+        final = "final_answer" if "final_answer(" in text or "`final_answer`" in text else None
+        return Protocol("code", tools, final, tags) if tools else None
+    return None
 
 
 def with_listed(request: Request, names: tuple[str, ...]) -> Request:
@@ -62,34 +92,61 @@ def with_listed(request: Request, names: tuple[str, ...]) -> Request:
         "name": n, "parameters": {"type": "object", "properties": {}}}}) for n in names))
 
 
-def final_marker(request: Request) -> str | None:
-    """The word the prompt wants before a final answer, if any."""
-    text = _instructions(request)
-    return "Final Answer" if _FINAL.search(text) else "Answer" if _ANSWER.search(text) else None
+def _py(v: Any) -> str:
+    """A JSON value as a Python literal (a JSON string is one; true/false/null are not)."""
+    return json.dumps(v, ensure_ascii=False) if isinstance(v, str | int | float) \
+        and not isinstance(v, bool) else repr(v)
 
 
-def as_react(request: Request, blocks: tuple[Block, ...], annotations: Mapping[str, Any]
-             ) -> tuple[tuple[Block, ...], Mapping[str, Any]]:
+def _code_call(c: ToolCallBlock) -> str:
+    try:
+        args = json.loads(c.input or "{}")
+    except ValueError:
+        args = {}
+    kw = ", ".join(f"{k}={_py(v)}" for k, v in args.items()) if isinstance(args, dict) else ""
+    return f"result = {c.name}({kw})\nprint(result)"
+
+
+def in_protocol(p: Protocol, blocks: tuple[Block, ...], annotations: Mapping[str, Any]
+                ) -> tuple[tuple[Block, ...], Mapping[str, Any]]:
     """A reply in the protocol (module docstring): its first tool call as an action (one
-    action a step, as the protocol asks), else its text after the final-answer marker. A
-    summary stays as written."""
+    action a step, as the protocols ask), else its text as the final answer. A summary stays
+    as written."""
     if annotations.get("kind") in ("summary", "summary_refused"):
         return blocks, annotations
     calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+    said = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+    notes: dict[str, Any] = {**annotations, "tool_protocol": p.kind}
     if calls:
         c = calls[0]
-        text = f"{THOUGHT_CALL}\nAction: {c.name}\nAction Input: {c.input or '{}'}"
-        return (TextBlock(text),), {**annotations, "tool_protocol": "react", "text_calls": [
-            {"name": c.name, "input": c.input or "{}"}]}
-    said = "".join(b.text for b in blocks if isinstance(b, TextBlock))
-    marker = final_marker(request)
-    text = f"{THOUGHT_ANSWER}\n{marker}: {said}" if marker else said
-    return (TextBlock(text),), {**annotations, "tool_protocol": "react"}
+        notes["text_calls"] = [{"name": c.name, "input": c.input or "{}"}]
+    if p.kind == "react":
+        text = (f"{THOUGHT_CALL}\nAction: {calls[0].name}\nAction Input: {calls[0].input or '{}'}"
+                if calls else f"{THOUGHT_ANSWER}\n{p.final}: {said}" if p.final else said)
+    else:
+        code = _code_call(calls[0]) if calls else \
+            f"{p.final}({_py(said)})" if p.final else f"print({_py(said)})"
+        text = f"{THOUGHT_CALL if calls else THOUGHT_ANSWER}\n{p.tags[0]}\n{code}\n{p.tags[1]}"
+    return (TextBlock(text),), notes
+
+
+# final_answer("...") or final_answer(answer='...'): one string literal, escapes kept.
+_FINAL_CALL = re.compile(r"final_answer\(\s*(?:answer\s*=\s*)?"
+                         r"(\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')\s*\)")
 
 
 def answer_of(text: str) -> str | None:
-    """The final answer in a reply written in the protocol (the text after its last
-    final-answer marker), if it has one."""
+    """The final answer in a reply written in a protocol (the text after its last
+    final-answer marker, or the string a ``final_answer(...)`` call in code is given), if it
+    has one."""
+    if "final_answer(" in text:
+        calls = _FINAL_CALL.findall(text)
+        if calls:
+            try:
+                got = ast.literal_eval(calls[-1])
+            except (ValueError, SyntaxError):
+                return None
+            return got if isinstance(got, str) else None
     found = [m for m in (_FINAL.search(text), *_ANSWER.finditer(text)) if m is not None]
     if not found:
         return None

@@ -1,6 +1,7 @@
 """Tools offered in the prompt (``sim.react``): a harness that lists the tools in its
-instructions and asks for ``Action:``/``Action Input:`` lines gets a model that follows them,
-and the judge reads the calls and the answer so written."""
+instructions and asks for ``Action:``/``Action Input:`` lines, or for code calling them as
+Python functions, gets a model that follows them, and the judge reads the calls and the
+answer so written."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from harnesslab.judge.checks import answer_call, answer_strings, called_tools
 from harnesslab.messages import Request, TextBlock
 from harnesslab.sim.model import ModelReply
-from harnesslab.sim.react import answer_of, listed_tools
+from harnesslab.sim.react import answer_of, text_protocol
 
 from .test_model import ASK_1001, WAIT, model, said, user
 
@@ -83,7 +84,7 @@ def test_the_control_tools_listed_without_the_protocol_are_not_offered() -> None
     r = model().reply(Request(bare, (user(ASK_1001),)))
     assert r.annotations.get("reason") == "tool_not_offered"
     assert "tool_protocol" not in r.annotations
-    assert listed_tools(Request(bare, (user(ASK_1001),)), ["track_order"]) == ()
+    assert text_protocol(Request(bare, (user(ASK_1001),)), ["track_order"]) is None
     # Tools offered to the API win over the prompt's list: an ordinary tool call.
     from .test_model import ALL_TOOLS
 
@@ -91,8 +92,8 @@ def test_the_control_tools_listed_without_the_protocol_are_not_offered() -> None
     assert "tool_protocol" not in native.annotations
     assert native.blocks[0].__class__.__name__ == "ToolCallBlock"
     # Only the tools the instructions name are offered.
-    assert listed_tools(Request(LLAMA, ()), ["track_order", "get_user_profile",
-                                             "search_kb"]) == ("search_kb", "track_order")
+    got = text_protocol(Request(LLAMA, ()), ["track_order", "get_user_profile", "search_kb"])
+    assert got is not None and got.tools == ("search_kb", "track_order")
 
 
 def test_the_judge_reads_calls_and_answers_written_as_text() -> None:
@@ -111,3 +112,35 @@ def test_the_judge_reads_calls_and_answers_written_as_text() -> None:
     assert answer_call(calls, final) is calls[0]
     # The control: a reply with no marker gives no answer of its own.
     assert answer_of("订单 O-1001 在运输中。") is None
+
+
+# smolagents' CodeAgent's system prompt, abridged.
+CODE = """You have been given access to a list of tools: these tools are basically Python
+functions which you can call with code. The code sequence must be opened with '<code>', and
+closed with '</code>'. In the end you have to return a final answer using the `final_answer`
+tool.
+<code>
+def track_order(order_id: string, user_id: string) -> string:
+    \"\"\"Look up an order's current logistics status and ETA.\"\"\"
+
+def final_answer(answer: any) -> any:
+    \"\"\"Provides a final answer to the given problem.\"\"\"
+</code>
+Current time: 2026-11-28T10:00:00+08:00"""
+
+
+def test_code_actions_call_the_tool_and_answer_through_final_answer() -> None:
+    r = model().reply(Request(CODE, (user("New task:\n" + ASK_1001),)))
+    assert text(r).splitlines()[1:] == ["<code>", 'result = track_order(order_id="O-1001")',
+                                        "print(result)", "</code>"]
+    assert r.annotations["tool_protocol"] == "code"
+    assert [n for n, _ in called_tools({"reply": [], "annotations": r.annotations})] == \
+        ["track_order"]
+    done = model().reply(Request(CODE, (user("New task:\n" + ASK_1001), said(text(r)),
+                                        user("Observation:\nExecution logs:\n" + RESULT))))
+    final = answer_of(text(done))
+    assert text(done).splitlines()[2].startswith("final_answer(\"") and final is not None
+    assert "2026-11-30" in final and done.annotations["kind"] == "answer"
+    # The control: the same functions with no code blocks asked for offer nothing.
+    plain = CODE.replace("<code>", "").replace("</code>", "")
+    assert text_protocol(Request(plain, (user(ASK_1001),)), ["track_order"]) is None
