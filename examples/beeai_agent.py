@@ -7,8 +7,14 @@ SummarizeMemory (beeai_framework/memory/summarize_memory.py); after each run the
 resets it and adds the run's messages (its default ``save_intermediate_steps``), and the
 memory replaces everything it holds by one summary, written by a separate call (``Summarize
 the following conversation. Be concise but include all key information.`` with the messages
-quoted as ``role: text``), kept as a system message. Every call asks the API for a tool call
-(``tool_choice: "required"``): the agent answers by calling its ``final_answer`` tool. The
+quoted as ``role: text``), kept as a system message. Every call asks for a tool call, its
+``final_answer`` tool being how it answers: against an endpoint of one's own (``base_url``)
+BeeAI assumes the endpoint cannot force one and offers no tools to the API, asking for the
+call as structured output instead (a ``response_format`` JSON schema, a choice of
+``{"name": <tool>, "parameters": {...}}`` under ``item``: ChatModel's
+tool_call_fallback_via_response_format, its default). ``--native-tools`` declares the
+endpoint's tool_choice support instead: the tools offered to the API, ``tool_choice:
+"required"``. The
 time is BeeAI's own: its system prompt states ``The current date and time is: <ISO>`` through
 the template function ``formatDate``, here on the bench's clock instead of the wall clock.
 """
@@ -16,6 +22,7 @@ the template function ``formatDate``, here on the bench's clock instead of the w
 from bench_loop import TOOLS, Failed, call_tool, serve
 import asyncio
 import os
+import sys
 from datetime import UTC, datetime
 
 from beeai_framework.adapters.openai import OpenAIChatModel
@@ -26,13 +33,10 @@ from beeai_framework.tools import StringToolOutput, tool as create_tool
 from pydantic import Field, create_model
 
 NOW = {"iso": ""}
-# Against a base_url of its own BeeAI assumes the endpoint cannot force a tool call and asks
-# for one through a response_format JSON schema instead (ChatModel's
-# tool_call_fallback_via_response_format), a form the fake model does not read
-# (docs/frameworks.md): the example declares the endpoint's tool_choice support.
+NATIVE = {"tool_choice_support": {"required", "none", "single", "auto"}} \
+    if "--native-tools" in sys.argv else {}
 llm = OpenAIChatModel("gpt-4o-mini", base_url=os.environ["OPENAI_BASE_URL"],
-                      api_key=os.environ.get("OPENAI_API_KEY", "x"),
-                      tool_choice_support={"required", "none", "single", "auto"})
+                      api_key=os.environ.get("OPENAI_API_KEY", "x"), **NATIVE)
 
 
 def bench_tool(schema: dict):

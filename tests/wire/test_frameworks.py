@@ -42,6 +42,8 @@ FRAMEWORKS = {
     "semantic_kernel": ("semantic-kernel", {**IDENTITY, **RESTART,
                                             "followup-after-filler-zh": {"s3.not_called"}}),
     "smolagents": ("smolagents", {**IDENTITY, **RESTART}),
+    # Its CodeAgent: the tools as Python functions in the prompt, calls written as code.
+    "smolagents --code": ("smolagents", {**IDENTITY, **RESTART}),
     "adk": ("google-adk", {**IDENTITY, **RESTART}),
     "camel": ("camel", {**IDENTITY, **RESTART}),
     # Griptape's summary keeps a run's input and answer, not its tool result: the follow-up
@@ -49,7 +51,8 @@ FRAMEWORKS = {
     "griptape": ("griptape", {**IDENTITY, **RESTART,
                               "followup-after-filler-zh": {"s3.not_called"}}),
     # BeeAI's SummarizeMemory quotes each message's text, empty for tool calls and results:
-    # the summary keeps no fact, and the follow-up looks the order up again.
+    # the summary keeps no fact, and the follow-up looks the order up again. (Its tool calls
+    # asked as structured output, BeeAI's default against an endpoint of one's own.)
     "beeai": ("beeai", {**IDENTITY, **RESTART, "followup-after-filler-zh": {"s3.not_called"}}),
 }
 
