@@ -10,13 +10,18 @@ message ``Calling tools: [...]`` and each result as a user message ``Observation
 (``tool_choice: "required"``): the agent answers by calling its ``final_answer`` tool. The
 time is stated through ``instructions`` (added to smolagents' system prompt) as
 ``It is now <ISO>.``: smolagents states none of its own.
+``--code``: its CodeAgent instead (the agent its documentation leads with), which offers no
+tools to the API: the tools are Python functions listed in its system prompt, the model
+writes ``<code>`` blocks calling them and ``final_answer(...)``, and the printed results come
+back as ``Observation:`` messages.
 """
 # First: it routes what the framework logs on stdout to stderr before the framework loads.
 from bench_loop import TOOLS, Failed, call_tool, serve
 import os
+import sys
 
 from openai import BadRequestError
-from smolagents import OpenAIServerModel, Tool, ToolCallingAgent
+from smolagents import CodeAgent, OpenAIServerModel, Tool, ToolCallingAgent
 
 MAX_STEPS = 6
 model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=os.environ["OPENAI_BASE_URL"],
@@ -41,8 +46,8 @@ def tool(schema: dict) -> Tool:
     return BenchTool()
 
 
-agent = ToolCallingAgent(tools=[tool(t) for t in TOOLS], model=model, max_steps=MAX_STEPS,
-                         verbosity_level=0)
+agent = (CodeAgent if "--code" in sys.argv else ToolCallingAgent)(
+    tools=[tool(t) for t in TOOLS], model=model, max_steps=MAX_STEPS, verbosity_level=0)
 
 
 def answer(text: str, now: str) -> str:
