@@ -6,7 +6,10 @@ and an item key). A reply is one of: a summary (or a refusal), when the request 
 clarifying question, when the current utterance is not in the lexicon or a ``@ref`` has no
 visible candidate; a tool call, when the fact the act needs is missing or stale; an answer,
 which obeys the visible constraints and states only what a visible fact gives. Whichever it
-is, it takes the form the request's ``tool_choice`` allows (``harnesslab.sim.choice``).
+is, it takes the form the request's ``tool_choice`` allows and an answer the JSON schema its
+``response_format`` asks for (``harnesslab.sim.choice``); tools offered in the prompt (a ReAct
+or code-action protocol, ``harnesslab.sim.react``) or in the answer's schema
+(``harnesslab.sim.schema_tools``) are called in that form.
 
 What counts as visible, and where, is ``harnesslab.sim.reading`` (``serialize`` documents the
 positions); the summarizer is ``harnesslab.sim.summarizer``.
