@@ -14,7 +14,7 @@ from harnesslab.messages import Request
 from harnesslab.record.format import CALL_EVENTS, Record
 from harnesslab.scenario.schema import Expect, Scenario, UserStep, Variant
 from harnesslab.scenario.steps import FIDELITY, step_checks
-from harnesslab.sim.react import answer_of
+from harnesslab.sim.react import answer_of, field_values
 from harnesslab.sim.reading import View
 from harnesslab.sim.segments import Reader
 
@@ -106,12 +106,15 @@ def answer_strings(call: dict[str, Any]) -> list[str]:
     """Where a harness may take a call's answer from besides its text: the string values of
     the text when it is a JSON object (a structured output, parsed by the harness) and of its
     tool calls' arguments (:func:`argument_strings`), and the text after a ReAct protocol's
-    final-answer marker (``Final Answer:``, ``Answer:``; sim.react)."""
+    final-answer marker (``Final Answer:``, ``Answer:``) and the values of its ``[[ ## field ## ]]``
+    sections (sim.react)."""
     out: list[str] = []
     text = reply_text(call)
     final = answer_of(text) if "nswer" in text else None
     if final:
         out.append(final)
+    if "[[ ## " in text:
+        out += field_values(text)
     if text.lstrip().startswith("{"):
         with contextlib.suppress(ValueError):
             got = json.loads(text)

@@ -72,6 +72,7 @@ from harnesslab.messages import (
 from harnesslab.record.format import CALL_EVENTS, Record, message_text
 from harnesslab.sim.draws import CALL_ID_RE
 from harnesslab.sim.filler import is_filler_text
+from harnesslab.sim.react import field_values
 
 MIN_SHARED = 12  # characters a kept reply must share with a later request
 
@@ -203,10 +204,17 @@ def observe(rec: Record) -> Observed:
             # A call written as text (a prompt's ReAct protocol, sim.react) is taken up by the
             # harness running it: the tool run before the next call (a harness re-renders
             # the call's text as it likes, LlamaIndex's arguments as a Python dict).
-            texted = {t["name"] for t in (c.get("annotations") or {}).get("text_calls", ())}
+            ann = c.get("annotations") or {}
+            texted = {t["name"] for t in ann.get("text_calls", ())}
+            # A step written as output fields (DSPy's ReAct, sim.react) is taken up by a later
+            # request showing every one of its values in one message: the harness's trajectory,
+            # which it renders back (its ``finish`` step, which runs no tool, among them).
+            fields = field_values(said) if ann.get("tool_protocol") == "fields" else []
             taken = any(j > i and cid in made for j, cid in results) \
                 or (bool(texted) and _ran(at[c["call"]], texted)) \
                 or (bool(said) and said in replies) \
+                or (bool(fields) and any(j > i and all(v in t for v in fields)
+                                         for j, t, _ in shown)) \
                 or any(x in replies for x in answer_strings(c)) \
                 or any(j > i and before is not None and not before.isdisjoint(held) and x in t
                        for x in (said, thought) if x for j, t, before in shown) \

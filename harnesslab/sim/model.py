@@ -258,7 +258,12 @@ class FakeModel:
         if protocol is not None:
             # Tools offered in the prompt (sim.react): decided on as if offered, written in
             # the prompt's protocol.
-            got = self._reply(with_listed(request, protocol.tools))
+            listed = with_listed(request, protocol.tools)
+            if protocol.kind == "fields" and request.meta:
+                # The fields' JSON object is the protocol's to write, not a schema's to fill.
+                listed = replace(listed, meta=tuple(
+                    kv for kv in listed.meta if kv[0] != "response_format"))
+            got = self._reply(listed)
             return ModelReply(*in_protocol(protocol, got.blocks, got.annotations))
         names = aliases(request.tools, self._own_tools)
         if not names:

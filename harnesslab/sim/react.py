@@ -12,13 +12,20 @@ a leading system message or the last user message) and ask for a text protocol:
 - **code actions** (the tools as Python functions, ``def <tool>(``, and code blocks in
   ``<code>`` tags or a ```` ```py ```` fence; smolagents' CodeAgent): a call is a code block
   ``result = <tool>(key="value")`` / ``print(result)``, an answer ``final_answer("...")``
-  where the prompt names ``final_answer`` (else a ``print``).
+  where the prompt names ``final_answer`` (else a ``print``);
+- **output fields** (DSPy's adapters: the reply as ``[[ ## <field> ## ]]`` sections ending on
+  ``[[ ## completed ## ]]``, or as a JSON object of the same fields, their order stated in the
+  last user message): a field whose values are a ``Literal[...]`` naming tools is the tool to
+  call, the field after it its arguments (a JSON object), and a value that names no tool
+  (``finish``) ends the loop; without such a field the reply is an answer, written in the
+  field named like one (``answer``, ``response``, ...; else the last field that is no
+  reasoning). Reasoning fields (``next_thought``, ``reasoning``) get one fixed sentence.
 
 The model decides as if the tools so offered were offered natively, one action a step. The
 harness hands results back as text (``Observation: ...``), which the reading already takes
 as the turn's own facts (``sim.reading``: a tool call written as text, then a user message
 quoting its result). A reply written so says so in its annotations (``tool_protocol``:
-``react`` or ``code``; its calls as ``text_calls``, by which the judge reads what was called),
+``react``, ``code`` or ``fields``; its calls as ``text_calls``, by which the judge reads what was called),
 and :func:`answer_of` gives the answer a harness takes from it.
 """
 from __future__ import annotations
@@ -32,7 +39,8 @@ from typing import Any, Literal
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
 
-__all__ = ["Protocol", "answer_of", "in_protocol", "text_protocol", "with_listed"]
+__all__ = ["Field", "Protocol", "answer_of", "field_values", "in_protocol", "text_protocol",
+           "with_listed"]
 
 _ACTION = re.compile(r"^[ \t>*`-]*Action[ \t]*:", re.M)
 _INPUT = re.compile(r"^[ \t>*`-]*Action[ \t]+Input[ \t]*:", re.M)
@@ -57,13 +65,82 @@ def _named(text: str, world: Iterable[str], pattern: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class Field:
+    """An output field a fields protocol asks for: its name and, for a ``Literal[...]``, the
+    values it allows."""
+
+    name: str
+    choices: tuple[str, ...] | None = None
+    kind: str = "str"  # the type the prompt states (``str``, ``dict[str, Any]``, ``bool``, ...)
+
+
+@dataclass(frozen=True)
 class Protocol:
     """A text protocol a request asks for, and the tools it offers that way."""
 
-    kind: Literal["react", "code"]
+    kind: Literal["react", "code", "fields"]
     tools: tuple[str, ...]
-    final: str | None          # react: the final-answer marker; code: the answer function
+    final: str | None          # react: the final-answer marker; code: the answer function;
+    #                            fields: the tool field's value that ends the loop
     tags: tuple[str, str] = ("", "")  # code: the code block's opening and closing tags
+    fields: tuple[Field, ...] = ()    # fields: in the order asked
+    json: bool = False                # fields: one JSON object rather than marked sections
+
+
+# DSPy's ChatAdapter and JSONAdapter state the fields in the last user message, each name in
+# backquotes with its type after it: "starting with the field `[[ ## a ## ]]`, then
+# `[[ ## b ## ]]` (must be formatted as a valid Python Literal['x', 'y']), ..., and then ending
+# with the marker for `[[ ## completed ## ]]`" / "Respond with a JSON object in the following
+# order of fields: `a`, then `b` (must be ...)."
+_SECTIONS_ASKED = re.compile(r"Respond with the corresponding output fields, starting with the "
+                             r"field (.*?)and then ending with the marker for", re.S)
+_JSON_ASKED = re.compile(r"Respond with a JSON object in the following order of fields: (.*)",
+                         re.S)
+_FIELD = re.compile(r"`(?:\[\[ ## )?(\w+)(?: ## \]\])?`(?:\s*\(must be formatted as a valid "
+                    r"Python ((?:[^()]|\([^()]*\))*)\))?")
+_LITERAL = re.compile(r"^Literal\[(.*)\]$", re.S)
+_REASONING = ("thought", "reason", "rationale", "plan")
+_ANSWERING = ("answer", "response", "reply", "output", "result")
+_SECTION = re.compile(r"^\[\[ ## (\w+) ## \]\]", re.M)
+
+
+def _fields(text: str) -> tuple[tuple[Field, ...], bool] | None:
+    """The output fields the last user message asks for, and whether as one JSON object."""
+    m = _SECTIONS_ASKED.search(text)
+    json_form = m is None
+    if m is None:
+        m = _JSON_ASKED.search(text)
+        if m is None:
+            return None
+    out = []
+    for f in _FIELD.finditer(m.group(1)):
+        name, kind = f.group(1), (f.group(2) or "str").strip()
+        lit = _LITERAL.match(kind)
+        choices = None
+        if lit:
+            try:
+                got = ast.literal_eval(f"[{lit.group(1)}]")
+            except (ValueError, SyntaxError):
+                got = []
+            choices = tuple(str(c) for c in got)
+        if name != "completed":
+            out.append(Field(name, choices, kind))
+    return (tuple(out), json_form) if out else None
+
+
+def _fields_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
+    last = next((m.plain_text() for m in reversed(request.messages) if m.role == "user"), "")
+    if "Respond with" not in last:
+        return None
+    found = _fields(last)
+    if found is None:
+        return None
+    fields, json_form = found
+    own = set(world)
+    tool = next((f for f in fields if f.choices and own.intersection(f.choices)), None)
+    tools = tuple(c for c in tool.choices or () if c in own) if tool else ()
+    final = next((c for c in tool.choices or () if c not in own), None) if tool else None
+    return Protocol("fields", tools, final, fields=fields, json=json_form)
 
 
 def text_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
@@ -71,6 +148,8 @@ def text_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
     names, or None: it offers tools to the API, asks for no protocol, or names no tool."""
     if request.tools:
         return None
+    if request.messages and "[[ ## " in request.messages[-1].plain_text():
+        return _fields_protocol(request, world)
     text = _instructions(request)
     if "Input" in text and _INPUT.search(text) and _ACTION.search(text):
         tools = _named(text, world, r"(?<![\w-]){}(?![\w-])")
@@ -120,6 +199,8 @@ def in_protocol(p: Protocol, blocks: tuple[Block, ...], annotations: Mapping[str
     if calls:
         c = calls[0]
         notes["text_calls"] = [{"name": c.name, "input": c.input or "{}"}]
+    if p.kind == "fields":
+        return (TextBlock(_in_fields(p, calls[0] if calls else None, said)),), notes
     if p.kind == "react":
         text = (f"{THOUGHT_CALL}\nAction: {calls[0].name}\nAction Input: {calls[0].input or '{}'}"
                 if calls else f"{THOUGHT_ANSWER}\n{p.final}: {said}" if p.final else said)
@@ -128,6 +209,76 @@ def in_protocol(p: Protocol, blocks: tuple[Block, ...], annotations: Mapping[str
             f"{p.final}({_py(said)})" if p.final else f"print({_py(said)})"
         text = f"{THOUGHT_CALL if calls else THOUGHT_ANSWER}\n{p.tags[0]}\n{code}\n{p.tags[1]}"
     return (TextBlock(text),), notes
+
+
+def _roles(p: Protocol) -> tuple[Field | None, Field | None, Field | None]:
+    """The fields protocol's tool field, the arguments field after it, and the answer field
+    (module docstring)."""
+    tool = next((f for f in p.fields if f.choices and set(p.tools).intersection(f.choices)), None)
+    args = None
+    if tool is not None:
+        after = p.fields[p.fields.index(tool) + 1:]
+        args = next((f for f in after if f.kind.startswith("dict") or any(
+            w in f.name for w in ("arg", "input", "param"))), None)
+    plain = [f for f in p.fields if f not in (tool, args) and f.choices is None
+             and f.kind == "str" and not any(w in f.name for w in _REASONING)]
+    answer = next((f for f in plain if any(w in f.name for w in _ANSWERING)),
+                  plain[-1] if plain and tool is None else None)
+    return tool, args, answer
+
+
+def _in_fields(p: Protocol, call: ToolCallBlock | None, said: str) -> str:
+    """A reply as the fields protocol's sections (or JSON object): the call in the tool and
+    arguments fields, else the answer."""
+    tool, args, answer = _roles(p)
+    values: dict[str, Any] = {}
+    for f in p.fields:
+        if f is tool:
+            v: Any = call.name if call is not None else p.final or ""
+        elif f is args:
+            try:
+                v = json.loads(call.input or "{}") if call is not None else {}
+            except ValueError:
+                v = {}
+        elif f is answer:
+            v = said if call is None else ""
+        elif any(w in f.name for w in _REASONING):
+            v = (THOUGHT_CALL if call is not None else THOUGHT_ANSWER).removeprefix("Thought: ")
+        elif f.choices:
+            v = f.choices[0]
+        elif f.kind == "bool":
+            v = False
+        elif f.kind in ("int", "float"):
+            v = 0
+        elif f.kind.startswith(("list", "tuple")):
+            v = []
+        elif f.kind.startswith("dict"):
+            v = {}
+        else:
+            v = ""
+        values[f.name] = v
+    if p.json:
+        return json.dumps(values, ensure_ascii=False)
+    parts = [f"[[ ## {k} ## ]]\n{v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+             for k, v in values.items()]
+    return "\n\n".join([*parts, "[[ ## completed ## ]]"])
+
+
+def field_values(text: str) -> list[str]:
+    """The values of a reply written as ``[[ ## <field> ## ]]`` sections (a fields protocol),
+    each stripped; the closing ``completed`` marker is none. A reply written as the JSON
+    object of its fields: its non-empty string values."""
+    marks = list(_SECTION.finditer(text))
+    if not marks and text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return []
+        return [v.strip() for v in data.values() if isinstance(v, str) and v.strip()] \
+            if isinstance(data, dict) else []
+    return [text[m.end():n.start() if n else len(text)].strip()
+            for m, n in zip(marks, [*marks[1:], None], strict=True)
+            if m.group(1) != "completed"]
 
 
 # final_answer("...") or final_answer(answer='...'): one string literal, escapes kept.

@@ -224,22 +224,37 @@ def utterances_in(text: str, lexicon: Mapping[str, Intent],
 # A tool result quoted as text (a summary prompt that renders the transcript, a memory block):
 # the bench's tools write their results as JSON objects that open with "tool".
 _QUOTED_RESULT_RE = re.compile(r'\{\s*"tool"\s*:\s*"')
+# One quoted inside a JSON string (a framework that serialises its whole trajectory as JSON,
+# DSPy's ReAct history): its quotes escaped, the rest of the string after it.
+_ESCAPED_RESULT_RE = re.compile(r'\{\s*\\"tool\\"\s*:\s*\\"((?:[^"\\]|\\.)*)')
 _DECODER = json.JSONDecoder()
 
 
 def _quoted_results(text: str, at: int, index: int, vocab: Vocab) -> list[Result]:
     """The tool results ``text`` quotes whole (a cut one is not read), each at its offset
-    ``at`` + its start, read as the result block it was."""
+    ``at`` + its start, read as the result block it was; also one whose quotes a JSON string
+    escapes, read as the string says it."""
     out: list[Result] = []
-    for m in _QUOTED_RESULT_RE.finditer(text):
-        try:
-            data, end = _DECODER.raw_decode(text, m.start())
-        except ValueError:
-            continue
+    found: list[tuple[int, str, Any]] = []
+    if '"tool"' in text:
+        for m in _QUOTED_RESULT_RE.finditer(text):
+            try:
+                data, end = _DECODER.raw_decode(text, m.start())
+            except ValueError:
+                continue
+            found.append((m.start(), text[m.start():end], data))
+    if '\\"tool\\"' in text:
+        for m in _ESCAPED_RESULT_RE.finditer(text):
+            try:
+                inner = json.loads('"' + text[m.start():m.end()] + '"')
+                data, end = _DECODER.raw_decode(inner)
+            except ValueError:
+                continue
+            found.append((m.start(), inner[:end], data))
+    for start, quoted, data in sorted(found, key=lambda f: f[0]):
         if isinstance(data, dict) and isinstance(data.get("tool"), str):
-            quoted = text[m.start():end]
             block = ToolResultBlock("", data["tool"], quoted)
-            out.append(Result(at + m.start(), index, block, *result_reading(block, vocab)))
+            out.append(Result(at + start, index, block, *result_reading(block, vocab)))
     return out
 
 
@@ -259,7 +274,8 @@ def read_message(m: Message, lexicon: Mapping[str, Intent],
             results.append(Result(pos, j, b, text, fields))
         elif isinstance(b, ToolCallBlock):
             calls.append((b.id, _call_args(b)))
-        elif isinstance(b, TextBlock) and '"tool"' in b.text:
+        elif isinstance(b, TextBlock) and 'tool' in b.text and (
+                '"tool"' in b.text or '\\"tool\\"' in b.text):
             results += _quoted_results(b.text, pos, j, vocab)
         for t in ps:
             texts.append(t)

@@ -144,3 +144,93 @@ def test_code_actions_call_the_tool_and_answer_through_final_answer() -> None:
     # The control: the same functions with no code blocks asked for offer nothing.
     plain = CODE.replace("<code>", "").replace("</code>", "")
     assert text_protocol(Request(plain, (user(ASK_1001),)), ["track_order"]) is None
+
+
+# DSPy's ReAct through its ChatAdapter (dspy 3.4), abridged: the tools in the system prompt,
+# the inputs and the trajectory as marked sections of one user message, the output fields asked
+# for at its end; the extract step after ``finish`` asks for ``reasoning`` and ``answer``.
+DSPY_SYSTEM = """Your input fields are:
+1. `now` (str): the current time
+2. `question` (str):
+3. `trajectory` (str):
+Your output fields are:
+1. `next_thought` (str):
+2. `next_tool_name` (Literal['track_order', 'search_kb', 'finish']):
+3. `next_tool_args` (dict[str, Any]):
+When selecting the next_tool_name and its next_tool_args, the tool must be one of:
+(1) track_order, whose description is <desc>Look up an order's current logistics status and
+ETA.</desc>. It takes arguments {'order_id': {'type': 'string'}}.
+(2) search_kb, whose description is <desc>Search the store's policies.</desc>.
+(3) finish, whose description is <desc>Marks the task as complete.</desc>."""
+STEP_FIELDS = ("Respond with the corresponding output fields, starting with the field "
+               "`[[ ## next_thought ## ]]`, then `[[ ## next_tool_name ## ]]` (must be formatted "
+               "as a valid Python Literal['track_order', 'search_kb', 'finish']), then "
+               "`[[ ## next_tool_args ## ]]` (must be formatted as a valid Python dict[str, Any]), "
+               "and then ending with the marker for `[[ ## completed ## ]]`.")
+STEP_JSON = ("Respond with a JSON object in the following order of fields: `next_thought`, then "
+             "`next_tool_name` (must be formatted as a valid Python Literal['track_order', "
+             "'search_kb', 'finish']), then `next_tool_args` (must be formatted as a valid "
+             "Python dict[str, Any]).")
+EXTRACT_FIELDS = ("Respond with the corresponding output fields, starting with the field "
+                  "`[[ ## reasoning ## ]]`, then `[[ ## answer ## ]]`, and then ending with the "
+                  "marker for `[[ ## completed ## ]]`.")
+
+
+def dspy_user(question: str, trajectory: str, ask: str) -> object:
+    return user(f"[[ ## now ## ]]\n2026-11-28T10:00:00+08:00\n\n[[ ## question ## ]]\n{question}"
+                f"\n\n[[ ## trajectory ## ]]\n{trajectory}\n\n{ask}")
+
+
+def sections(reply: str) -> dict[str, str]:
+    """The reply parsed as DSPy's ChatAdapter parses it: a value per ``[[ ## name ## ]]``."""
+    out: dict[str, list[str]] = {}
+    name = None
+    for line in reply.splitlines():
+        if line.startswith("[[ ## ") and line.endswith(" ## ]]"):
+            name = line[6:-6]
+            out[name] = []
+        elif name is not None:
+            out[name].append(line)
+    return {k: "\n".join(v).strip() for k, v in out.items()}
+
+
+TRAJECTORY = ("[[ ## thought_0 ## ]]\nI need to look the order up.\n\n[[ ## tool_name_0 ## ]]\n"
+              "track_order\n\n[[ ## tool_args_0 ## ]]\n{\"order_id\": \"O-1001\"}\n\n"
+              "[[ ## observation_0 ## ]]\n" + RESULT)
+
+
+def test_output_fields_carry_the_call_the_finish_and_the_answer() -> None:
+    r = model().reply(Request(DSPY_SYSTEM, (dspy_user(ASK_1001, "", STEP_FIELDS),)))
+    got = sections(text(r))
+    assert list(got) == ["next_thought", "next_tool_name", "next_tool_args", "completed"]
+    assert got["next_tool_name"] == "track_order"
+    assert json.loads(got["next_tool_args"]) == {"order_id": "O-1001"}
+    assert r.annotations["tool_protocol"] == "fields"
+    assert [n for n, _ in called_tools({"reply": [], "annotations": r.annotations})] == \
+        ["track_order"]
+    # With the observation in the trajectory: the loop ends on the value that names no tool.
+    done = model().reply(Request(DSPY_SYSTEM, (dspy_user(ASK_1001, TRAJECTORY, STEP_FIELDS),)))
+    assert sections(text(done))["next_tool_name"] == "finish"
+    assert json.loads(sections(text(done))["next_tool_args"]) == {}
+    # The extract step: the answer in its field, which the judge takes an answer from.
+    final = model().reply(Request(DSPY_SYSTEM, (dspy_user(ASK_1001, TRAJECTORY, EXTRACT_FIELDS),)))
+    answer = sections(text(final))["answer"]
+    assert "2026-11-30" in answer and final.annotations["kind"] == "answer"
+    assert answer in answer_strings({"reply": [{"type": "text", "text": text(final)}]})
+    # JSONAdapter's form: the same fields as one JSON object.
+    js = model().reply(Request(DSPY_SYSTEM, (dspy_user(ASK_1001, "", STEP_JSON),)).with_meta(
+        ("response_format", '{"type": "json_object"}')))
+    assert json.loads(text(js)) == {"next_thought": got["next_thought"],
+                                    "next_tool_name": "track_order",
+                                    "next_tool_args": {"order_id": "O-1001"}}
+
+
+def test_the_control_fields_not_asked_for_offer_no_tool() -> None:
+    # The same request without the sentence asking for the fields: the tools are only listed.
+    r = model().reply(Request(DSPY_SYSTEM, (dspy_user(ASK_1001, "", ""),)))
+    assert r.annotations.get("reason") == "tool_not_offered"
+    assert "tool_protocol" not in r.annotations
+    # And a Literal that names no tool of the world's offers none: no call is made.
+    other = STEP_FIELDS.replace("'track_order', 'search_kb', ", "'lookup', ")
+    o = model().reply(Request(DSPY_SYSTEM, (dspy_user(ASK_1001, "", other),)))
+    assert o.annotations.get("reason") == "tool_not_offered" and "text_calls" not in o.annotations

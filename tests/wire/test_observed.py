@@ -297,3 +297,33 @@ def test_a_filler_answer_a_fresh_instance_never_shows_is_no_compaction(tmp_path:
     fillers = rec.of_type("filler")
     assert fillers and all(len(f["replies"]) == f["exchanges"] for f in fillers)
     assert observe(rec).auxiliary == frozenset() and r.metrics["compactions"] == 0
+
+
+@pytest.mark.parametrize("mode", ["", "--answers-only"])
+def test_output_fields_steps_are_the_conversations_and_kept_results_are_read(
+        tmp_path: Path, mode: str) -> None:
+    """A DSPy-style program (tests/wire/programs/fields_agent.py): its steps, written as output
+    fields (sim.react), are the conversation's, its ``finish`` step (no tool run, shown only in
+    the trajectory the harness renders back) among them: no summary call, no compaction. Its
+    history keeps each turn's trajectory serialised as JSON, the result's quotes escaped: the
+    follow-up is answered from it without a lookup. The control keeps only the answers: the
+    follow-up looks the order up again, and its check fails."""
+    path = bundled_dir() / "followup-o1001-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    program = ROOT / "tests" / "wire" / "programs" / "fields_agent.py"
+    r = run_variant(sc, v, source=path, out_dir=tmp_path / "run", cli_set={
+        "harness": f"cmd:python {program} {mode}".strip(), "turn_timeout": 120})
+    assert r.error is None and r.metrics is not None, r.error
+    rec = Record.load(r.record)  # type: ignore[arg-type]
+    calls = rec.of_type("model_call")
+    assert all(e["annotations"].get("tool_protocol") == "fields" for e in calls)
+    assert observe(rec).auxiliary == frozenset()
+    assert r.metrics["compactions"] == 0 and r.metrics["summary_tokens"] == 0
+    failed = {c.id for c in r.checks if not c.passed}
+    if mode:
+        assert failed == {"s2.not_called"}
+    else:
+        assert failed == set() and r.metrics["followup_accuracy"]["value"] == 1.0
+        follow = next(e for e in calls if e["step"] == 2)
+        assert '\\"tool\\"' in rec.request_text(follow["request"])  # the escaped result
