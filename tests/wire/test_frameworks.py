@@ -54,6 +54,8 @@ FRAMEWORKS = {
     # the summary keeps no fact, and the follow-up looks the order up again. (Its tool calls
     # asked as structured output, BeeAI's default against an endpoint of one's own.)
     "beeai": ("beeai", {**IDENTITY, **RESTART, "followup-after-filler-zh": {"s3.not_called"}}),
+    # DSPy's ReAct: output fields (sim.react), its history's trajectories serialised as JSON.
+    "dspy": ("dspy", {**IDENTITY, **RESTART}),
 }
 
 

@@ -38,6 +38,8 @@ TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}
               "griptape": "Current time: {now}",
               # BeeAI ToolCallingAgent's own system prompt, in UTC (its formatDate).
               "beeai": "The current date and time is: {utc}",
+              # DSPy: an input field of the signature, a marked section of the user message.
+              "dspy": "[[ ## now ## ]]\n{now}",
               # Codex CLI states a date only, in its <environment_context> user message.
               "codex": "<current_date>{date}</current_date>"}
 # Whose first request is kept whole (its instructions are the CLI's own, and long).
@@ -171,10 +173,11 @@ def capture(framework: str, version: str, out: Path) -> dict[str, Any]:
     now_text = _time_text(framework, turn["now"]) if framework in TIME_FORMS else ""
     question_at = max(i for i, m in enumerate(r.messages)
                       if m.role == "user" and turn["text"] in m.plain_text())
-    # And the message stating the time, when a message states it (smolagents' system prompt
-    # is its first message).
-    keep = {question_at} | {i for i, m in enumerate(r.messages)
-                            if now_text and now_text in m.plain_text()}
+    # And the message stating the time, when another message states it (smolagents' system
+    # prompt is its first message; DSPy's and CAMEL's user messages each state their own).
+    keep = {question_at}
+    if now_text not in r.messages[question_at].plain_text():
+        keep |= {i for i, m in enumerate(r.messages) if now_text and now_text in m.plain_text()}
     # The latest summary the model wrote that this request hands back (a JSON answer, to a
     # response_format, is handed back as its text field) and that keeps a standing instruction:
     # ADK keeps every compaction's summary, and those of small talk alone state nothing.
