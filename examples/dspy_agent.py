@@ -3,12 +3,13 @@
     harnesslab run --set harness=cmd:"/work/fw/dspy/bin/python examples/dspy_agent.py"
 
 Its context management, as DSPy's tutorial on conversation history configures it: a
-``dspy.ReAct`` module over the signature ``history, now, question -> answer``, each turn appended to a
-``dspy.History`` as the tutorial does (its inputs and every output: ReAct's trajectory of
-thoughts, tool calls and observations, its reasoning and answer), never trimmed or summarised. DSPy offers no tools to the API:
-its ChatAdapter lists them in the system prompt and asks for the reply as ``[[ ## field ## ]]``
-sections (``next_thought``, ``next_tool_name``, ``next_tool_args``); when a reply does not parse
-it asks again in JSON with a schema (its JSONAdapter). DSPy's response cache is off: a cached
+``dspy.ReAct`` module over the signature ``history, now, question -> answer``, each turn
+appended to a ``dspy.History`` as the tutorial does (its inputs and every output: ReAct's
+trajectory of thoughts, tool calls and observations, its reasoning and answer), never trimmed
+or summarised. DSPy offers no tools to the API: its ChatAdapter lists them in the system
+prompt and asks for the reply as ``[[ ## field ## ]]`` sections (``next_thought``,
+``next_tool_name``, ``next_tool_args``); when a reply does not parse it asks again for one
+JSON object of the same fields (its JSONAdapter). DSPy's response cache is off: a cached
 reply is a call the bench never sees.
 """
 # First: it routes what the framework logs on stdout to stderr before the framework loads.
