@@ -25,7 +25,7 @@ from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSc
 from harnesslab.sim.draws import call_id
 from harnesslab.sim.intents import SUMMARY_TOOL
 from harnesslab.sim.notes import tool_parameters
-from harnesslab.sim.schemas import asked_schema, fill
+from harnesslab.sim.schemas import asked_schema, fill, prompted_schema
 
 __all__ = ["AUTO", "Choice", "in_format", "obey", "offered", "tool_choice"]
 
@@ -126,12 +126,18 @@ def obey(request: Request, choice: Choice, blocks: tuple[Block, ...],
 
 
 def in_format(request: Request, blocks: tuple[Block, ...],
-              annotations: Mapping[str, Any]) -> tuple[tuple[Block, ...], Mapping[str, Any]]:
+              annotations: Mapping[str, Any], prompted: bool = True
+              ) -> tuple[tuple[Block, ...], Mapping[str, Any]]:
     """A text reply in the JSON schema the request's ``response_format`` asks for
     (``sim.schemas``): one text block of the JSON, in place of the first text block, as a
-    real API's structured output returns it. A reply that calls a tool, has no text or is
-    already a JSON object stays as it is; one that changed says so (``response_format``)."""
-    schema = asked_schema(request)
+    real API's structured output returns it; else (``prompted``) in the schema its
+    instructions ask for in words, as a model following them writes it. A reply that calls a
+    tool, has no text or is already a JSON object stays as it is; one that changed says so
+    (``response_format``: ``json_schema``, or ``prompt``)."""
+    schema = asked_schema(request) if request.meta else None
+    how = "json_schema"
+    if schema is None and prompted:
+        schema, how = prompted_schema(request), "prompt"
     if schema is None or any(isinstance(b, ToolCallBlock) for b in blocks):
         return blocks, annotations
     texts = [b.text for b in blocks if isinstance(b, TextBlock)]
@@ -148,4 +154,4 @@ def in_format(request: Request, blocks: tuple[Block, ...],
     first = next(i for i, b in enumerate(blocks) if isinstance(b, TextBlock))
     out = tuple(b for i, b in enumerate(blocks) if not isinstance(b, TextBlock) or i == first)
     return (tuple(raw if isinstance(b, TextBlock) else b for b in out),
-            {**annotations, "response_format": "json_schema"})
+            {**annotations, "response_format": how})

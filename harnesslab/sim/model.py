@@ -263,7 +263,7 @@ class FakeModel:
                 # The fields' JSON object is the protocol's to write, not a schema's to fill.
                 listed = replace(listed, meta=tuple(
                     kv for kv in listed.meta if kv[0] != "response_format"))
-            got = self._reply(listed)
+            got = self._reply(listed, prompted=False)
             return ModelReply(*in_protocol(protocol, got.blocks, got.annotations))
         names = aliases(request.tools, self._own_tools)
         if not names:
@@ -287,7 +287,9 @@ class FakeModel:
             **got.annotations, "tool_protocol": "schema",
             "text_calls": [{"name": c.name, "input": c.input or "{}"}]})
 
-    def _reply(self, request: Request) -> ModelReply:
+    def _reply(self, request: Request, prompted: bool = True) -> ModelReply:
+        """The reply to ``request``; ``prompted``: whether a schema asked for in words shapes
+        it (not under a text protocol, which says how to write it)."""
         self._reader.next_call()
         view = View(request, self._lexicon, self._phrases, self._reader)
         choice = tool_choice(request)
@@ -308,9 +310,11 @@ class FakeModel:
         if choice is not AUTO:
             got = ModelReply(*obey(request, choice, got.blocks, got.annotations, view.text,
                                    self._own_tools))
-        if found is None and request.meta:
-            # An answer asked for in a JSON schema (a summary is written in it by summarize).
-            got = ModelReply(*in_format(request, got.blocks, got.annotations))
+        if found is None:
+            # An answer asked for in a JSON schema (a summary is written in it by summarize),
+            # by the API's response_format or in the instructions' words (not where a text
+            # protocol says how to write the reply).
+            got = ModelReply(*in_format(request, got.blocks, got.annotations, prompted))
         return got
 
     def _auxiliary(self, view: View) -> ModelReply | None:

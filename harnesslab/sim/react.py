@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSchema
+from harnesslab.sim.schemas import instructions
 
 __all__ = ["Field", "Protocol", "answer_of", "field_values", "in_protocol", "text_protocol",
            "with_listed"]
@@ -48,16 +49,6 @@ _FINAL = re.compile(r"^[ \t>*`-]*Final[ \t]+Answer[ \t]*:", re.M)
 _ANSWER = re.compile(r"^[ \t>*`-]*Answer[ \t]*:", re.M)
 THOUGHT_CALL = "Thought: I need to use a tool to help me answer the question."
 THOUGHT_ANSWER = "Thought: I can answer without using any more tools."
-
-
-def _instructions(request: Request) -> str:
-    """Where a harness states its protocol: the system prompt, a leading system message, and
-    the last user message (a classic ReAct prompt is one user message). Not every message:
-    this is read on every call that offers no tools, and must not cost the whole context."""
-    msgs = request.messages
-    first = [msgs[0].plain_text()] if msgs and msgs[0].role == "system" else []
-    last = next((m.plain_text() for m in reversed(msgs) if m.role == "user"), "")
-    return "\n".join([request.system, *first, last])
 
 
 def _named(text: str, world: Iterable[str], pattern: str) -> tuple[str, ...]:
@@ -150,7 +141,7 @@ def text_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
         return None
     if request.messages and "[[ ## " in request.messages[-1].plain_text():
         return _fields_protocol(request, world)
-    text = _instructions(request)
+    text = instructions(request)
     if "Input" in text and _INPUT.search(text) and _ACTION.search(text):
         tools = _named(text, world, r"(?<![\w-]){}(?![\w-])")
         final = "Final Answer" if _FINAL.search(text) else "Answer" if _ANSWER.search(text) \

@@ -12,16 +12,26 @@ schema is read as the APIs' strict mode writes it (pydantic's and zod's output):
 answer goes into it; else the first branch that can hold it, or is no ``null``); a list of
 types; ``enum`` and ``const`` (their first value: no text goes there); nested objects
 (searched in the schema's order, the shallowest place first) and arrays (empty).
+
+A schema may also be asked for in words (``prompted_schema``): LangChain's output parsers'
+format instructions ("The output should be formatted as a JSON instance that conforms to the
+JSON schema below. ... Here is the output schema: ```{...}```"), CrewAI's ``output_json``, many
+in-house prompts. A sentence of the instructions that asks the output, answer or response in
+a schema, and the last JSON schema written after it (an object whose ``properties`` are
+schemas: LangChain's worked example before it, ``{"foo": [...]}``, is none), is read as the
+same ask, and the answer written as the JSON.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harnesslab.messages import Request
 
-__all__ = ["asked_schema", "fill"]
+__all__ = ["asked_schema", "fill", "instructions", "prompted_schema"]
 
 _EMPTY: dict[str, Any] = {"string": "", "array": [], "integer": 0, "number": 0,
                           "boolean": False, "null": None}
@@ -36,6 +46,58 @@ def asked_schema(request: Request) -> dict[str, Any] | None:
     spec = fmt.get("json_schema") if fmt is not None else None
     schema = spec.get("schema") if isinstance(spec, dict) else None
     return schema if isinstance(schema, dict) else None
+
+
+def instructions(request: Request) -> str:
+    """Where a harness states how to answer: the system prompt, a leading system message, and
+    the last user message (a classic ReAct prompt, a chain's prompt template, is one user
+    message). Not every message: this is read on every call, and must not cost the whole
+    context."""
+    msgs = request.messages
+    first = [msgs[0].plain_text()] if msgs and msgs[0].role == "system" else []
+    last = next((m.plain_text() for m in reversed(msgs) if m.role == "user"), "")
+    return "\n".join([request.system, *first, last])
+
+
+# A sentence asking the answer in a schema: "The output should be formatted as a JSON instance
+# that conforms to the JSON schema below", "respond with a JSON object compatible with this
+# schema", "return ... matching the following schema".
+_ASKS_SCHEMA = re.compile(r"\b(?:output|respon(?:d|se)|answer|reply|return)\b[^.\n]{0,100}?"
+                          r"\bschema\b", re.I)
+_DECODER = json.JSONDecoder()
+
+
+def _is_schema(data: Any) -> bool:
+    props = data.get("properties") if isinstance(data, dict) else None
+    return isinstance(props, dict) and bool(props) \
+        and all(isinstance(v, dict) for v in props.values()) \
+        and data.get("type", "object") == "object"
+
+
+def prompted_schema(request: Request) -> dict[str, Any] | None:
+    """The JSON schema the request's instructions ask the answer in, in words (module
+    docstring), if any."""
+    if not ("chema" in request.system or any("chema" in m.plain_text()
+                                              for m in request.messages[:1])
+            or "chema" in next((m.plain_text() for m in reversed(request.messages)
+                                if m.role == "user"), "")):
+        return None
+    text = instructions(request)
+    asked = _ASKS_SCHEMA.search(text)
+    if asked is None:
+        return None
+    found = None
+    at = text.find("{", asked.end())
+    while at >= 0:
+        try:
+            data, end = _DECODER.raw_decode(text, at)
+        except ValueError:
+            at = text.find("{", at + 1)
+            continue
+        if _is_schema(data):
+            found = data
+        at = text.find("{", end)
+    return found
 
 
 # Where a model asked for a schema writes its answer: a string place of one of these names

@@ -123,3 +123,45 @@ def test_only_a_text_answer_takes_the_format() -> None:
     assert in_format(_request(()), plain, {}) == (plain, {})  # the control: none asked
     loose = (("response_format", json.dumps({"type": "json_object"})),)
     assert in_format(_request(loose), plain, {}) == (plain, {})
+
+
+class Reply(BaseModel):
+    answer: str
+    order_id: str | None = None
+
+
+# LangChain's PydanticOutputParser format instructions (langchain-core 1.x), the schema Reply's:
+# a worked example first (its schema and a wrong instance), then the output schema.
+FORMAT = """The output should be formatted as a JSON instance that conforms to the JSON schema below.
+
+As an example, for the schema {"properties": {"foo": {"title": "Foo", "description": "a list of strings", "type": "array", "items": {"type": "string"}}}, "required": ["foo"]}
+the object {"foo": ["bar", "baz"]} is a well-formatted instance of the schema. The object {"properties": {"foo": ["bar", "baz"]}} is not well-formatted.
+
+Here is the output schema:
+```
+SCHEMA
+```""".replace("SCHEMA", json.dumps(Reply.model_json_schema()))  # noqa: E501
+
+
+def test_a_schema_asked_for_in_words_shapes_the_answer() -> None:
+    from .test_model import ASK_1001, model, req, track, user
+
+    prompt = f"Answer the user query.\n{FORMAT}\n{ASK_1001}"
+    first = model().reply(req(user(prompt)))
+    assert isinstance(first.blocks[0], ToolCallBlock)  # a lookup is still a tool call
+    done = model().reply(req(user(prompt), track()))
+    got = Reply.model_validate_json(done.blocks[0].text)  # type: ignore[union-attr]
+    assert "2026-11-29" in got.answer and got.order_id is None
+    assert done.annotations["response_format"] == "prompt"
+    # In the system prompt, the same.
+    system = model().reply(Request("Current time: 2026-11-28T10:00:00+08:00\n" + FORMAT,
+                                   (user(ASK_1001), track())))
+    assert Reply.model_validate_json(system.blocks[0].text).answer == got.answer  # type: ignore[union-attr]
+    # The controls: the schema with no sentence asking the answer in it, and the ask followed
+    # only by the worked example's wrong instance (no schema), leave the answer as prose.
+    for text in ("Our order records follow this schema: " + json.dumps(
+            Reply.model_json_schema()), FORMAT.split("\n", 1)[0]
+            + ' {"properties": {"foo": ["bar", "baz"]}}'):
+        plain = model().reply(req(user(f"{text}\n{ASK_1001}"), track()))
+        assert not plain.blocks[0].text.startswith("{")  # type: ignore[union-attr]
+        assert "response_format" not in plain.annotations

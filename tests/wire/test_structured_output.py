@@ -173,7 +173,7 @@ def test_without_the_format_rule_the_sdk_cannot_parse(tmp_path: Path, monkeypatc
     """The control: a fake model that ignores the format fails the SDK's parse, as a harness
     would fail on it (what the bench must not blame the harness for)."""
     openai = pytest.importorskip("openai")
-    monkeypatch.setattr("harnesslab.sim.model.in_format", lambda r, b, a: (b, a))
+    monkeypatch.setattr("harnesslab.sim.model.in_format", lambda r, b, a, *p: (b, a))
     with serving(tmp_path) as (url, _):
         client = openai.OpenAI(base_url=url, api_key="k", max_retries=0)
         with pytest.raises(ValidationError):
@@ -223,7 +223,7 @@ def test_a_typed_agent_fails_where_the_model_ignores_the_schema(
     """The control: with the format rule taken out, the typed agent cannot parse an answer and
     reports its turns failed (what the bench would have blamed on it)."""
     pytest.importorskip("openai")
-    monkeypatch.setattr("harnesslab.sim.model.in_format", lambda r, b, a: (b, a))
+    monkeypatch.setattr("harnesslab.sim.model.in_format", lambda r, b, a, *p: (b, a))
     typed, rec = _verdicts(tmp_path, "followup-o1001-zh", "--typed")
     assert not all(typed.values())
     assert {t.get("reason") for t in rec.of_type("turn")} == {"not a Reply"}
