@@ -13,6 +13,11 @@ a leading system message or the last user message) and ask for a text protocol:
   ``<code>`` tags or a ```` ```py ```` fence; smolagents' CodeAgent): a call is a code block
   ``result = <tool>(key="value")`` / ``print(result)``, an answer ``final_answer("...")``
   where the prompt names ``final_answer`` (else a ``print``);
+- **tagged calls** (the Hermes / Nous form: the tools' JSON signatures inside ``<tools>`` tags
+  and each call asked as ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``;
+  Qwen-Agent's default over an OpenAI-compatible endpoint, Qwen's and Hermes models' chat
+  templates, in-house loops over raw completions): a call is that block, an answer the plain
+  text; results come back in ``<tool_response>`` tags;
 - **output fields** (DSPy's adapters: the reply as ``[[ ## <field> ## ]]`` sections ending on
   ``[[ ## completed ## ]]``, or as a JSON object of the same fields, their order stated in the
   last user message): a field whose values are a ``Literal[...]`` naming tools is the tool to
@@ -25,8 +30,8 @@ The model decides as if the tools so offered were offered natively, one action a
 harness hands results back as text (``Observation: ...``), which the reading already takes
 as the turn's own facts (``sim.reading``: a tool call written as text, then a user message
 quoting its result). A reply written so says so in its annotations (``tool_protocol``:
-``react``, ``code`` or ``fields``; its calls as ``text_calls``, by which the judge reads what was called),
-and :func:`answer_of` gives the answer a harness takes from it.
+``react``, ``code``, ``tagged`` or ``fields``; its calls as ``text_calls``, by which the
+judge reads what was called), and :func:`answer_of` gives the answer a harness takes from it.
 """
 from __future__ import annotations
 
@@ -69,7 +74,7 @@ class Field:
 class Protocol:
     """A text protocol a request asks for, and the tools it offers that way."""
 
-    kind: Literal["react", "code", "fields"]
+    kind: Literal["react", "code", "tagged", "fields"]
     tools: tuple[str, ...]
     final: str | None          # react: the final-answer marker; code: the answer function;
     #                            fields: the tool field's value that ends the loop
@@ -142,6 +147,11 @@ def text_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
     if request.messages and "[[ ## " in request.messages[-1].plain_text():
         return _fields_protocol(request, world)
     text = instructions(request)
+    if "<tool_call>" in text and "</tool_call>" in text:
+        # Tagged calls: the tools named in the signatures' JSON (or as whole words).
+        tools = _named(text, world, r'"name"\s*:\s*"{}"') or \
+            _named(text, world, r"(?<![\w-]){}(?![\w-])")
+        return Protocol("tagged", tools, None) if tools else None
     if "Input" in text and _INPUT.search(text) and _ACTION.search(text):
         tools = _named(text, world, r"(?<![\w-]){}(?![\w-])")
         final = "Final Answer" if _FINAL.search(text) else "Answer" if _ANSWER.search(text) \
@@ -192,6 +202,15 @@ def in_protocol(p: Protocol, blocks: tuple[Block, ...], annotations: Mapping[str
         notes["text_calls"] = [{"name": c.name, "input": c.input or "{}"}]
     if p.kind == "fields":
         return (TextBlock(_in_fields(p, calls[0] if calls else None, said)),), notes
+    if p.kind == "tagged":
+        if not calls:
+            return (TextBlock(said),), notes
+        try:
+            args = json.loads(calls[0].input or "{}")
+        except ValueError:
+            args = {}
+        body = json.dumps({"name": calls[0].name, "arguments": args}, ensure_ascii=False)
+        return (TextBlock(f"<tool_call>\n{body}\n</tool_call>"),), notes
     if p.kind == "react":
         text = (f"{THOUGHT_CALL}\nAction: {calls[0].name}\nAction Input: {calls[0].input or '{}'}"
                 if calls else f"{THOUGHT_ANSWER}\n{p.final}: {said}" if p.final else said)

@@ -234,3 +234,43 @@ def test_the_control_fields_not_asked_for_offer_no_tool() -> None:
     other = STEP_FIELDS.replace("'track_order', 'search_kb', ", "'lookup', ")
     o = model().reply(Request(DSPY_SYSTEM, (dspy_user(ASK_1001, "", other),)))
     assert o.annotations.get("reason") == "tool_not_offered" and "text_calls" not in o.annotations
+
+
+# Qwen-Agent's NousFnCallPrompt (qwen-agent 0.0.34), its default over an OpenAI-compatible
+# endpoint, and the Hermes chat templates: the signatures in <tools>, calls in <tool_call>.
+TAGGED = """You are a helpful assistant. Current time: 2026-11-28T10:00:00+08:00
+
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{"type": "function", "function": {"name": "track_order", "description": "Look up an order's current logistics status and ETA.", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call>"""  # noqa: E501
+
+
+def test_tagged_calls_are_written_in_tool_call_tags() -> None:
+    r = model().reply(Request(TAGGED, (user(ASK_1001),)))
+    assert text(r) == ('<tool_call>\n{"name": "track_order", "arguments": {"order_id": '
+                       '"O-1001"}}\n</tool_call>')
+    assert r.annotations["tool_protocol"] == "tagged"
+    assert [n for n, _ in called_tools({"reply": [], "annotations": r.annotations})] == \
+        ["track_order"]
+    back = user(f"<tool_response>\n{RESULT}\n</tool_response>")
+    done = model().reply(Request(TAGGED, (user(ASK_1001), said(text(r)), back)))
+    assert "2026-11-30" in text(done) and done.annotations["kind"] == "answer"
+    assert "<tool_call>" not in text(done)
+    follow = model().reply(Request(TAGGED, (user(ASK_1001), said(text(r)), back,
+                                            said(text(done)), user(WAIT))))
+    assert follow.annotations["kind"] == "answer" and follow.annotations["resolved"] == \
+        {"order": "O-1001"}
+    # The control: the same signatures with no call format asked for offer nothing.
+    bare = TAGGED.split("\n\nFor each function call")[0]
+    assert model().reply(Request(bare, (user(ASK_1001),))).annotations.get("reason") == \
+        "tool_not_offered"
