@@ -56,6 +56,13 @@ FRAMEWORKS = {
     "beeai": ("beeai", {**IDENTITY, **RESTART, "followup-after-filler-zh": {"s3.not_called"}}),
     # DSPy's ReAct: output fields (sim.react), its history's trajectories serialised as JSON.
     "dspy": ("dspy", {**IDENTITY, **RESTART}),
+    # Qwen-Agent's Assistant: tagged calls in the prompt (sim.react). Its only context
+    # management is a cut to max_input_tokens, oldest turns first, no summary: after the
+    # filler the first question is gone, and the follow-up cannot tell which order; after a
+    # few turns of small talk the standing "answer briefly" is gone too.
+    "qwenagent": ("qwen-agent", {**IDENTITY, **RESTART, "followup-after-filler-zh": {
+        "s3.answered", "s3.fresh_fact", "s3.max_chars", "s3.mentions", "s3.not_called",
+        "s3.resolves"}, "brevity-30-turns-zh": {f"s{i}.max_chars" for i in range(6, 39)}}),
 }
 
 

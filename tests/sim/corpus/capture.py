@@ -40,6 +40,7 @@ TIME_FORMS = {"langchain": "Current time: {now}", "llamaindex": "现在是 {now}
               "beeai": "The current date and time is: {utc}",
               # DSPy: an input field of the signature, a marked section of the user message.
               "dspy": "[[ ## now ## ]]\n{now}",
+              "qwenagent": "Current time: {now}",
               # Codex CLI states a date only, in its <environment_context> user message.
               "codex": "<current_date>{date}</current_date>"}
 # Whose first request is kept whole (its instructions are the CLI's own, and long).
