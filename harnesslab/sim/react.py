@@ -81,6 +81,8 @@ class Protocol:
     tags: tuple[str, str] = ("", "")  # code: the code block's opening and closing tags
     fields: tuple[Field, ...] = ()    # fields: in the order asked
     json: bool = False                # fields: one JSON object rather than marked sections
+    # fields: the tool field, the arguments field after it and the answer field (_roles)
+    roles: tuple[Field | None, Field | None, Field | None] = (None, None, None)
 
 
 # DSPy's ChatAdapter and JSONAdapter state the fields in the last user message, each name in
@@ -133,10 +135,11 @@ def _fields_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
         return None
     fields, json_form = found
     own = set(world)
-    tool = next((f for f in fields if f.choices and own.intersection(f.choices)), None)
+    roles = _roles(fields, own)
+    tool = roles[0]
     tools = tuple(c for c in tool.choices or () if c in own) if tool else ()
     final = next((c for c in tool.choices or () if c not in own), None) if tool else None
-    return Protocol("fields", tools, final, fields=fields, json=json_form)
+    return Protocol("fields", tools, final, fields=fields, json=json_form, roles=roles)
 
 
 def text_protocol(request: Request, world: Iterable[str]) -> Protocol | None:
@@ -178,11 +181,16 @@ def _py(v: Any) -> str:
         and not isinstance(v, bool) else repr(v)
 
 
-def _code_call(c: ToolCallBlock) -> str:
+def _arguments(c: ToolCallBlock) -> Any:
+    """A call's arguments as JSON (``{}`` when they are none)."""
     try:
-        args = json.loads(c.input or "{}")
+        return json.loads(c.input or "{}")
     except ValueError:
-        args = {}
+        return {}
+
+
+def _code_call(c: ToolCallBlock) -> str:
+    args = _arguments(c)
     kw = ", ".join(f"{k}={_py(v)}" for k, v in args.items()) if isinstance(args, dict) else ""
     return f"result = {c.name}({kw})\nprint(result)"
 
@@ -205,11 +213,8 @@ def in_protocol(p: Protocol, blocks: tuple[Block, ...], annotations: Mapping[str
     if p.kind == "tagged":
         if not calls:
             return (TextBlock(said),), notes
-        try:
-            args = json.loads(calls[0].input or "{}")
-        except ValueError:
-            args = {}
-        body = json.dumps({"name": calls[0].name, "arguments": args}, ensure_ascii=False)
+        body = json.dumps({"name": calls[0].name, "arguments": _arguments(calls[0])},
+                          ensure_ascii=False)
         return (TextBlock(f"<tool_call>\n{body}\n</tool_call>"),), notes
     if p.kind == "react":
         text = (f"{THOUGHT_CALL}\nAction: {calls[0].name}\nAction Input: {calls[0].input or '{}'}"
@@ -221,16 +226,17 @@ def in_protocol(p: Protocol, blocks: tuple[Block, ...], annotations: Mapping[str
     return (TextBlock(text),), notes
 
 
-def _roles(p: Protocol) -> tuple[Field | None, Field | None, Field | None]:
-    """The fields protocol's tool field, the arguments field after it, and the answer field
-    (module docstring)."""
-    tool = next((f for f in p.fields if f.choices and set(p.tools).intersection(f.choices)), None)
+def _roles(fields: tuple[Field, ...], own: set[str]
+           ) -> tuple[Field | None, Field | None, Field | None]:
+    """Of the fields asked, the tool field (a ``Literal`` naming a world tool), the arguments
+    field after it, and the answer field (module docstring)."""
+    tool = next((f for f in fields if f.choices and own.intersection(f.choices)), None)
     args = None
     if tool is not None:
-        after = p.fields[p.fields.index(tool) + 1:]
+        after = fields[fields.index(tool) + 1:]
         args = next((f for f in after if f.kind.startswith("dict") or any(
             w in f.name for w in ("arg", "input", "param"))), None)
-    plain = [f for f in p.fields if f not in (tool, args) and f.choices is None
+    plain = [f for f in fields if f not in (tool, args) and f.choices is None
              and f.kind == "str" and not any(w in f.name for w in _REASONING)]
     answer = next((f for f in plain if any(w in f.name for w in _ANSWERING)),
                   plain[-1] if plain and tool is None else None)
@@ -240,16 +246,13 @@ def _roles(p: Protocol) -> tuple[Field | None, Field | None, Field | None]:
 def _in_fields(p: Protocol, call: ToolCallBlock | None, said: str) -> str:
     """A reply as the fields protocol's sections (or JSON object): the call in the tool and
     arguments fields, else the answer."""
-    tool, args, answer = _roles(p)
+    tool, args, answer = p.roles
     values: dict[str, Any] = {}
     for f in p.fields:
         if f is tool:
             v: Any = call.name if call is not None else p.final or ""
         elif f is args:
-            try:
-                v = json.loads(call.input or "{}") if call is not None else {}
-            except ValueError:
-                v = {}
+            v = _arguments(call) if call is not None else {}
         elif f is answer:
             v = said if call is None else ""
         elif any(w in f.name for w in _REASONING):

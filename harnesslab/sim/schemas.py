@@ -48,15 +48,19 @@ def asked_schema(request: Request) -> dict[str, Any] | None:
     return schema if isinstance(schema, dict) else None
 
 
+def _instruction_parts(request: Request) -> list[str]:
+    msgs = request.messages
+    first = [msgs[0].plain_text()] if msgs and msgs[0].role == "system" else []
+    last = next((m.plain_text() for m in reversed(msgs) if m.role == "user"), "")
+    return [request.system, *first, last]
+
+
 def instructions(request: Request) -> str:
     """Where a harness states how to answer: the system prompt, a leading system message, and
     the last user message (a classic ReAct prompt, a chain's prompt template, is one user
     message). Not every message: this is read on every call, and must not cost the whole
     context."""
-    msgs = request.messages
-    first = [msgs[0].plain_text()] if msgs and msgs[0].role == "system" else []
-    last = next((m.plain_text() for m in reversed(msgs) if m.role == "user"), "")
-    return "\n".join([request.system, *first, last])
+    return "\n".join(_instruction_parts(request))
 
 
 # A sentence asking the answer in a schema: "The output should be formatted as a JSON instance
@@ -77,12 +81,10 @@ def _is_schema(data: Any) -> bool:
 def prompted_schema(request: Request) -> dict[str, Any] | None:
     """The JSON schema the request's instructions ask the answer in, in words (module
     docstring), if any."""
-    if not ("chema" in request.system or any("chema" in m.plain_text()
-                                              for m in request.messages[:1])
-            or "chema" in next((m.plain_text() for m in reversed(request.messages)
-                                if m.role == "user"), "")):
+    parts = _instruction_parts(request)
+    if not any("chema" in p for p in parts):
         return None
-    text = instructions(request)
+    text = "\n".join(parts)
     asked = _ASKS_SCHEMA.search(text)
     if asked is None:
         return None
