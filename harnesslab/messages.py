@@ -400,6 +400,50 @@ class Decoded:
         return tuple(out)
 
 
+class Converted:
+    """One session's last body on a JSON wire (Chat Completions, Anthropic's Messages) as sent
+    and as converted: a harness resends its whole history and its tools with every call, and
+    only what changed is converted again. Found by comparing the dicts (which runs in C), not
+    by object identity, which a wire does not keep. A message's conversion depends only on
+    the messages before it (the names of earlier tool calls), so the run equal to the last
+    body's from the first message on is reused whole, and nothing after a change is."""
+
+    def __init__(self) -> None:
+        self._raw: list[Any] = []
+        self._messages: list[Message] = []
+        self._tools_raw: list[Any] | None = None
+        self._tools: tuple[ToolSchema, ...] = ()
+
+    def messages(self, raw: list[Any], start: int,
+                 convert: Callable[[Any, int, dict[str, str]], Message]) -> list[Message]:
+        """``raw[start:]`` converted, ``convert(dict, index, names)`` called only past the
+        run shared with the last body (``names``: tool-call ids to names so far). ``start``
+        depends only on the first message, so a shared run shares it too."""
+        old, same = self._raw, 0
+        n = min(len(raw), len(old))
+        while same < n and raw[same] == old[same]:
+            same += 1
+        names: dict[str, str] = {}
+        out: list[Message] = []
+        for i in range(start, len(raw)):
+            if i < same:
+                m = self._messages[i - start]
+                names.update((c.id, c.name) for c in m.content if isinstance(c, ToolCallBlock))
+            else:
+                m = convert(raw[i], i, names)
+            out.append(m)
+        return out
+
+    def tools(self, raw: list[Any]) -> tuple[ToolSchema, ...] | None:
+        """The last body's tools if ``raw`` equals them, else None (convert them)."""
+        return self._tools if raw == self._tools_raw else None
+
+    def keep(self, raw: list[Any], messages: list[Message], tools_raw: list[Any],
+             tools: tuple[ToolSchema, ...]) -> None:
+        """Remember a body that converted (a refused one leaves the last as it was)."""
+        self._raw, self._messages, self._tools_raw, self._tools = raw, messages, tools_raw, tools
+
+
 class Sent:
     """The messages and tools of the last requests answered on the bench's own wire, by the
     id each was answered with. A request may name a run of one's messages in its own list

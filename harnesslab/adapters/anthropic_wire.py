@@ -48,6 +48,7 @@ from harnesslab.adapters.tool_choice import choice_from_anthropic, choice_of
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Block,
+    Converted,
     DataBlock,
     HintBlock,
     Message,
@@ -165,9 +166,12 @@ def _tool(t: Any, k: int) -> ToolSchema:
     return ToolSchema(t["name"], json.dumps(t, ensure_ascii=False))
 
 
-def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "") -> Request:
+def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "",
+                           last: Converted | None = None) -> Request:
     """The bench's request for a Messages body (module docstring). Bad input raises
-    :class:`InputError` naming the field, in the API's words where it has them."""
+    :class:`InputError` naming the field, in the API's words where it has them. ``last``, a
+    session's previous body converted, spares converting again what it shares with that one;
+    it is updated only when the body converts."""
     budget = body.get("max_tokens")
     if budget is None:
         raise InputError("Field required", field="max_tokens")
@@ -176,16 +180,20 @@ def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "") -> 
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise InputError("expected a non-empty list of messages", field="messages")
-    names: dict[str, str] = {}
-    messages = tuple(_message(d, i, names) for i, d in enumerate(raw))
+    converted = (last or Converted()).messages(raw, 0, _message)
     tools_raw = body.get("tools") or []
     if not isinstance(tools_raw, list):
         raise InputError("expected a list of tools", field="tools")
-    tools = tuple(_tool(t, k) for k, t in enumerate(tools_raw))
-    return Request(system=_system(body.get("system")), messages=messages, tools=tools,
-                   output_budget=budget, session_id=session_id,
-                   meta=format_from_anthropic(body)
-                   + choice_from_anthropic(body.get("tool_choice"), [t.name for t in tools]))
+    tools = last.tools(tools_raw) if last is not None else None
+    if tools is None:
+        tools = tuple(_tool(t, k) for k, t in enumerate(tools_raw))
+    request = Request(system=_system(body.get("system")), messages=tuple(converted),
+                      tools=tools, output_budget=budget, session_id=session_id,
+                      meta=format_from_anthropic(body)
+                      + choice_from_anthropic(body.get("tool_choice"), [t.name for t in tools]))
+    if last is not None:
+        last.keep(raw, converted, tools_raw, tools)
+    return request
 
 
 # --- Request -> Anthropic ----------------------------------------------------------------------

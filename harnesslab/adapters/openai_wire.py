@@ -48,6 +48,7 @@ from harnesslab.adapters.tool_choice import choice_from_openai, choice_of
 from harnesslab.errors import InputError
 from harnesslab.messages import (
     Block,
+    Converted,
     DataBlock,
     HintBlock,
     Message,
@@ -158,9 +159,12 @@ def _message(d: Any, i: int, names: dict[str, str]) -> Message:
                      "assistant, tool", field=_where(i, ".role"))
 
 
-def request_from_openai(body: Mapping[str, Any], *, session_id: str = "") -> Request:
+def request_from_openai(body: Mapping[str, Any], *, session_id: str = "",
+                        last: Converted | None = None) -> Request:
     """The bench's request for a Chat Completions body (module docstring). Bad input raises
-    :class:`InputError` naming the field."""
+    :class:`InputError` naming the field. ``last``, a session's previous body converted,
+    spares converting again what it shares with that one; it is updated only when the body
+    converts."""
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise InputError("expected a non-empty list of messages", field="messages")
@@ -169,8 +173,7 @@ def request_from_openai(body: Mapping[str, Any], *, session_id: str = "") -> Req
     if isinstance(first, Mapping) and first.get("role") in ("system", "developer") \
             and isinstance(first.get("content"), str) and not first.get("name"):
         system, start = first["content"], 1
-    names: dict[str, str] = {}
-    messages = tuple(_message(d, i, names) for i, d in enumerate(raw) if i >= start)
+    converted = (last or Converted()).messages(raw, start, _message)
     tools_raw = body.get("tools") or []
     if not isinstance(tools_raw, list):
         raise InputError("expected a list of tools", field="tools")
@@ -178,14 +181,19 @@ def request_from_openai(body: Mapping[str, Any], *, session_id: str = "") -> Req
     if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
         raise InputError(f"expected a positive integer, got {budget!r}",
                          field="max_completion_tokens")
-    for k, t in enumerate(tools_raw):
-        if not isinstance(t, Mapping):
-            raise InputError("expected a tool object", field=f"tools[{k}]")
-    tools = tuple(ToolSchema.from_dict(t) for t in tools_raw)
+    tools = last.tools(tools_raw) if last is not None else None
+    if tools is None:
+        for k, t in enumerate(tools_raw):
+            if not isinstance(t, Mapping):
+                raise InputError("expected a tool object", field=f"tools[{k}]")
+        tools = tuple(ToolSchema.from_dict(t) for t in tools_raw)
     meta = format_from_openai(body) + choice_from_openai(body.get("tool_choice"),
                                                           [t.name for t in tools])
-    return Request(system=system, messages=messages, tools=tools,
-                   output_budget=budget, session_id=session_id, meta=meta)
+    request = Request(system=system, messages=tuple(converted), tools=tools,
+                      output_budget=budget, session_id=session_id, meta=meta)
+    if last is not None:
+        last.keep(raw, converted, tools_raw, tools)
+    return request
 
 
 # --- Request -> OpenAI -------------------------------------------------------------------------

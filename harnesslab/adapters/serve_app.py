@@ -51,6 +51,8 @@ Nothing else goes over the wire: no scenario, expectations, lexicon or private d
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import re
 import socket
@@ -66,6 +68,7 @@ from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
 from harnesslab.harness.base import HarnessContext
 from harnesslab.harness.identity import IdentityMode, bind_identity
 from harnesslab.messages import (
+    Converted,
     Decoded,
     Request,
     Response,
@@ -105,6 +108,10 @@ class WireSession:
     # The bench's own wire: the last request's messages as decoded (only new ones cost), and
     # the last answered requests, whose messages and tools a request can name (``Sent``).
     decoded: Decoded = field(default_factory=Decoded)
+    # The last Chat Completions and Messages bodies as sent and converted (only changes
+    # cost); one for each wire, since the same dict may be valid in one and not the other.
+    converted: Converted = field(default_factory=Converted)
+    converted_anthropic: Converted = field(default_factory=Converted)
     sent: Sent = field(default_factory=Sent)
 
     def _locked(self, fn: Callable[[], Any]) -> Any:
@@ -234,6 +241,8 @@ def _plain(raw: bytes) -> bool:
     escapes take the walk, as before."""
     if json.detect_encoding(raw) != "utf-8" or _SURROGATE.search(raw):
         return False
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return True  # fewer openings in all than the depth allowed: none nests deeper
     # The brackets outside strings, as one kind: each pass removes the innermost pairs (one
     # bytes.replace does not rescan what it joined), so the passes are the nesting depth.
     brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS).translate(_SQUARE)
@@ -304,6 +313,12 @@ def build_app(sessions: Sessions) -> Any:
         return JSONResponse(anthropic_wire.error_body(message, type=type), status)
 
     closed = {"code": "invalid_api_key", "type": "authentication_error"}
+    # New sessions are built in one thread of their own: ``Sessions.get`` builds one at a time
+    # under its lock anyway, and the default pool started a thread for each waiting request (up
+    # to 40 when 50 sessions open at once), paid for in thread starts and GIL hand-offs: about
+    # a fifth of the server's CPU per request over the 50-session load (test_serve_bench).
+    # Its thread ends when the app is dropped.
+    builder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="harnesslab-sessions")
 
     class Refused(Exception):
         def __init__(self, status: int, message: str, **kw: Any) -> None:
@@ -332,7 +347,7 @@ def build_app(sessions: Sessions) -> Any:
         # known one is a look-up, not worth a thread hop.
         s = sessions.known(token) if token else None
         if s is None and token:
-            s = await run_in_threadpool(sessions.get, token)
+            s = await asyncio.get_running_loop().run_in_executor(builder, sessions.get, token)
         if s is None or s.closed:
             raise Refused(401, "Incorrect API key provided: each session has its own token.",
                           **closed)
@@ -383,7 +398,8 @@ def build_app(sessions: Sessions) -> Any:
         s = await session_of(req)
         body = await body_of(req)
         try:
-            request = request_from_openai(body, session_id=s.context.session.id)
+            request = request_from_openai(body, session_id=s.context.session.id,
+                                          last=s.converted)
         except InputError as e:
             return err(400, e.problem, param=e.field)
         try:
@@ -450,7 +466,8 @@ def build_app(sessions: Sessions) -> Any:
         body = await body_of(req)
         model = str(body.get("model") or MODEL)
         try:
-            request = anthropic_wire.request_from_anthropic(body, session_id=s.context.session.id)
+            request = anthropic_wire.request_from_anthropic(body, session_id=s.context.session.id,
+                                                            last=s.converted_anthropic)
         except InputError as e:
             return aerr(400, f"{e.field}: {e.problem}")
         try:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harnesslab.errors import InputError
+from harnesslab.messages import Converted, Request
 from harnesslab.run.serve import ScenarioServe
 from harnesslab.scenario.loader import bundled_dir, load_scenario
 
@@ -142,3 +144,30 @@ def assert_only_not_applicable(rows: Mapping[tuple[str, str], Any]) -> None:
     assert errors and all(rows[k]["not_applicable"] for k in errors)
     assert all(any(w in e for w in NOT_APPLICABLE_TO_PROGRAMS)
                for es in errors.values() for e in es), errors
+
+
+def converts_as_alone(convert: Callable[..., Request], bodies: Sequence[tuple[dict[str, Any], int]],
+                      wrap: Callable[[list[Any]], dict[str, Any]]) -> None:
+    """Convert a session's bodies one after the other with the last one kept
+    (``messages.Converted``): each must equal the body converted alone, and a refused one
+    must be refused alike (naming the same field) and change nothing. ``bodies``: each body
+    with how much of the last good body's messages goes before its own (0: none; K: from
+    index K - 1 on, 1 being the whole history resent); ``wrap`` makes a body of messages."""
+    last, prev = Converted(), None
+    for body, keep in bodies:
+        msgs = body["messages"]
+        if prev is not None and keep:  # a resent history with the new messages after it
+            msgs = prev[keep - 1:] + msgs
+        whole = {**body, **wrap(msgs)}
+        try:
+            alone = convert(whole, session_id="s")
+        except InputError as e:
+            try:
+                convert(whole, session_id="s", last=last)
+            except InputError as again:
+                assert again.field == e.field
+            else:
+                raise AssertionError("refused alone, converted after the last") from None
+            continue
+        assert convert(whole, session_id="s", last=last) == alone
+        prev = msgs

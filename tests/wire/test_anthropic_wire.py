@@ -19,6 +19,7 @@ from harnesslab.adapters.anthropic_wire import (
 )
 from harnesslab.errors import InputError
 from harnesslab.messages import (
+    Converted,
     DataBlock,
     HintBlock,
     Message,
@@ -30,6 +31,7 @@ from harnesslab.messages import (
     ToolResultBlock,
     ToolSchema,
 )
+from tests.wire.support import converts_as_alone
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 TOOL = {"name": "track_order", "description": "Track",
@@ -168,3 +170,45 @@ def test_message_and_stream_events_agree() -> None:
     assert text == resp.text and json.loads(args) == {"order_id": "O-1001"}
     plain = message_object(Response((TextBlock("ok"),), 1, 1), id="x", model="m")
     assert plain["stop_reason"] == "end_turn"
+
+
+def _use(k: int, name: str = "track_order") -> dict[str, Any]:
+    return {"role": "assistant", "content": [
+        {"type": "tool_use", "id": f"t{k}", "name": name, "input": {}}]}
+
+
+def _result(k: int) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}",
+                                         "content": "r"}]}
+
+
+_msg = st.one_of(st.text(max_size=5).map(lambda t: {"role": "user", "content": t}),
+                 st.text(max_size=5).map(lambda t: {"role": "assistant", "content": t}),
+                 st.integers(0, 2).map(_use), st.integers(0, 2).map(_result),
+                 st.just({"role": "system", "content": "not in Messages"}))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_msg, min_size=1, max_size=5), st.booleans(),
+                          st.sampled_from([0, 1, 1, 2])), min_size=1, max_size=6))
+def test_a_body_converted_after_the_last_equals_it_converted_alone(
+        steps: list[tuple[list[dict[str, Any]], bool, int]]) -> None:
+    """A session's bodies grow, lose their head, change and fail; each converted after the
+    last one (``messages.Converted``) is what it is alone, and a refused one changes nothing."""
+    bodies = [({"max_tokens": 50, "messages": msgs, "tools": [TOOL] if tools else []}, keep)
+              for msgs, tools, keep in steps]
+    converts_as_alone(request_from_anthropic, bodies, lambda msgs: {"messages": msgs})
+
+
+def test_a_result_after_a_reused_or_changed_call_takes_the_call_name() -> None:
+    """The control for the reuse: a tool result takes its name from the call before it."""
+    last = Converted()
+    body = {"max_tokens": 50, "messages": [_use(0), _result(0)]}
+    assert request_from_anthropic(body, last=last).messages[1].content[0].name == "track_order"  # type: ignore[union-attr]
+    changed = {**body, "messages": [_use(0, "cancel_order"), _result(0)]}
+    again = request_from_anthropic(changed, last=last)
+    assert again.messages[1].content[0].name == "cancel_order"  # type: ignore[union-attr]
+    grown = {**body, "messages": [*changed["messages"], _use(1), _result(0)]}
+    r = request_from_anthropic(grown, last=last)
+    assert r.messages[3].content[0].name == "cancel_order"  # type: ignore[union-attr]
+    assert r.messages[1] is again.messages[1]  # the unchanged run is reused

@@ -18,6 +18,7 @@ from harnesslab.adapters.openai_wire import (
 )
 from harnesslab.errors import InputError
 from harnesslab.messages import (
+    Converted,
     DataBlock,
     HintBlock,
     Message,
@@ -29,6 +30,7 @@ from harnesslab.messages import (
     ToolResultBlock,
     ToolSchema,
 )
+from tests.wire.support import converts_as_alone
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 TOOL = {"type": "function", "function": {"name": "track_order", "description": "Track",
@@ -144,6 +146,49 @@ def test_round_trip_property(turns: list[tuple[dict[str, Any], str, bool]]) -> N
         msgs.append({"role": "assistant", "content": answer})
     body = {"model": "m", "messages": msgs, "tools": [TOOL]}
     assert request_to_openai(request_from_openai(body), model="m") == body
+
+
+def _call(k: int, name: str = "track_order") -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"c{k}", "type": "function", "function": {"name": name, "arguments": "{}"}}]}
+
+
+_history = st.lists(st.one_of(
+    _user, _text.map(lambda t: {"role": "assistant", "content": t}),
+    st.integers(0, 2).map(_call),
+    st.integers(0, 2).map(lambda k: {"role": "tool", "tool_call_id": f"c{k}", "content": "r"}),
+    st.just({"role": "robot", "content": "bad"})), max_size=6)
+_body = st.tuples(st.booleans(), _history, st.booleans()).map(lambda x: {
+    "messages": [*([{"role": "system", "content": "s"}] if x[0] else []), *x[1]],
+    "tools": [TOOL] if x[2] else []})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_body, st.sampled_from([0, 1, 1, 1, 2, 3])), min_size=1, max_size=6))
+def test_a_body_converted_after_the_last_equals_it_converted_alone(
+        steps: list[tuple[dict[str, Any], int]]) -> None:
+    """A session's bodies grow, lose their head, change and fail; each converted after the
+    last one is what it is alone, and a refused body leaves the last one as it was."""
+    converts_as_alone(request_from_openai, steps, lambda msgs: {"messages": msgs})
+
+
+def test_a_tool_result_after_a_changed_call_is_converted_again() -> None:
+    """The control for the reuse: a tool message takes its name from the call before it, so an
+    unchanged tool message after a changed call is not reused (per-message reuse would keep
+    the old name)."""
+    last = Converted()
+    result = {"role": "tool", "tool_call_id": "c0", "content": "r"}
+    first = request_from_openai({"messages": [_call(0), result]}, last=last)
+    again = request_from_openai({"messages": [_call(0, "cancel_order"), result]}, last=last)
+    assert first.messages[1].content[0].name == "track_order"  # type: ignore[union-attr]
+    assert again.messages[1].content[0].name == "cancel_order"  # type: ignore[union-attr]
+    # A new result after a reused call still finds the call's name.
+    grown = request_from_openai({"messages": [_call(0, "cancel_order"), result, _call(1),
+                                              {**result, "tool_call_id": "c0"}]}, last=last)
+    assert grown.messages[3].content[0].name == "cancel_order"  # type: ignore[union-attr]
+    # And what is unchanged is the same object: the converted message is reused.
+    same = request_from_openai({"messages": [_call(0, "cancel_order"), result]}, last=last)
+    assert same.messages[1] is again.messages[1]
 
 
 @pytest.mark.parametrize(("body", "field", "match"), [
