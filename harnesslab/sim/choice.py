@@ -25,7 +25,13 @@ from harnesslab.messages import Block, Request, TextBlock, ToolCallBlock, ToolSc
 from harnesslab.sim.draws import call_id
 from harnesslab.sim.intents import SUMMARY_TOOL
 from harnesslab.sim.notes import tool_parameters
-from harnesslab.sim.schemas import asked_schema, fill, prompted_schema
+from harnesslab.sim.schemas import (
+    asked_schema,
+    fill,
+    json_object_schema,
+    prompted_json,
+    prompted_schema,
+)
 
 __all__ = ["AUTO", "Choice", "in_format", "obey", "offered", "tool_choice"]
 
@@ -131,13 +137,18 @@ def in_format(request: Request, blocks: tuple[Block, ...],
     """A text reply in the JSON schema the request's ``response_format`` asks for
     (``sim.schemas``): one text block of the JSON, in place of the first text block, as a
     real API's structured output returns it; else (``prompted``) in the schema its
-    instructions ask for in words, as a model following them writes it. A reply that calls a
-    tool, has no text or is already a JSON object stays as it is; one that changed says so
-    (``response_format``: ``json_schema``, or ``prompt``)."""
+    instructions ask for in words, as a model following them writes it; else, in JSON mode
+    or (``prompted``) asked for JSON in words, as the object its instructions describe. A
+    reply that calls a tool, has no text or is already a JSON object stays as it is; one that
+    changed says so (``response_format``: ``json_schema``, ``prompt`` or ``json_object``)."""
     schema = asked_schema(request) if request.meta else None
     how = "json_schema"
     if schema is None and prompted:
         schema, how = prompted_schema(request), "prompt"
+    if schema is None and request.meta:
+        schema, how = json_object_schema(request), "json_object"
+    if schema is None and prompted:
+        schema, how = prompted_json(request), "prompt"
     if schema is None or any(isinstance(b, ToolCallBlock) for b in blocks):
         return blocks, annotations
     texts = [b.text for b in blocks if isinstance(b, TextBlock)]

@@ -20,6 +20,16 @@ in-house prompts. A sentence of the instructions that asks the output, answer or
 a schema, and the last JSON schema written after it (an object whose ``properties`` are
 schemas: LangChain's worked example before it, ``{"foo": [...]}``, is none), is read as the
 same ask, and the answer written as the JSON.
+
+JSON mode (``response_format`` ``{"type": "json_object"}``: valid JSON, no schema; LangChain's
+``json_mode``, DSPy's fallback, in-house calls) is an API's promise too: the reply is a JSON
+object, its keys whatever the instructions say (``json_object_schema``). Read after the
+instructions' first mention of JSON: a JSON schema or a JSON example written there (an
+example's values give the types), else the names quoted or in backticks in that paragraph
+("respond in JSON with `setup` and `punchline` keys"); with none, one ``answer`` key. A
+sentence that asks the reply in JSON with no API mode ("always reply in JSON", "your answer
+must be valid JSON": ``prompted_json``) is followed as a model follows it, read the same way
+after the ask.
 """
 
 from __future__ import annotations
@@ -31,7 +41,8 @@ from typing import Any
 
 from harnesslab.messages import Request
 
-__all__ = ["asked_schema", "fill", "instructions", "prompted_schema"]
+__all__ = ["asked_schema", "fill", "instructions", "json_object_schema", "prompted_json",
+           "prompted_schema"]
 
 _EMPTY: dict[str, Any] = {"string": "", "array": [], "integer": 0, "number": 0,
                           "boolean": False, "null": None}
@@ -89,17 +100,96 @@ def prompted_schema(request: Request) -> dict[str, Any] | None:
     if asked is None:
         return None
     found = None
-    at = text.find("{", asked.end())
+    for data in _json_values(text, asked.end()):
+        if _is_schema(data):
+            found = data
+    return found
+
+
+def _json_values(text: str, at: int) -> Iterator[Any]:
+    """The JSON objects written in ``text`` from ``at`` on, in order (a ``{`` that opens
+    none is passed over)."""
+    at = text.find("{", at)
     while at >= 0:
         try:
             data, end = _DECODER.raw_decode(text, at)
         except ValueError:
             at = text.find("{", at + 1)
             continue
-        if _is_schema(data):
-            found = data
+        yield data
         at = text.find("{", end)
-    return found
+
+
+_JSON_WORD = re.compile(r"\bJSON\b", re.I)
+# A key named in words: quoted or in backticks, an identifier (``setup``, "final_answer").
+_QUOTED_NAME = re.compile(r"""[`'"“‘]([A-Za-z_][A-Za-z0-9_-]{0,40})[`'"”’]""")
+_PARAGRAPH = 400  # how far after a mention of JSON its keys are looked for
+
+
+def _example_schema(value: Any) -> dict[str, Any]:
+    """The schema of a JSON example's value: its keys, and its values' types."""
+    if isinstance(value, dict):
+        return {"type": "object", "properties": {str(k): _example_schema(v)
+                                                 for k, v in value.items()}}
+    kind = {str: "string", bool: "boolean", int: "integer", float: "number",
+            list: "array"}.get(type(value))
+    return {"type": kind} if kind else {"type": "null"}
+
+
+def _described(text: str, at: int) -> dict[str, Any] | None:
+    """The object described after ``text[at]`` (a mention of JSON), as a schema: a schema or
+    an example written within ``_PARAGRAPH`` characters, else the names quoted in the
+    paragraph; None when it describes none."""
+    window = text[at:at + _PARAGRAPH]
+    start = text.rfind("\n\n", 0, at) + 1
+    para = text[start:at] + window.split("\n\n", 1)[0]
+    for data in _json_values(window, 0):
+        if isinstance(data, dict) and data:
+            return data if _is_schema(data) else _example_schema(data)
+    names = list(dict.fromkeys(_QUOTED_NAME.findall(para)))
+    return {"type": "object", "properties": {n: {"type": "string"} for n in names}} \
+        if names else None
+
+
+_ANSWER_ONLY = {"type": "object", "properties": {"answer": {"type": "string"}}}
+
+
+def json_object_schema(request: Request) -> dict[str, Any] | None:
+    """For a request in JSON mode (``response_format`` ``json_object``), the object its
+    instructions describe, as a schema (module docstring); None for any other request."""
+    fmt = request.stated_json("response_format") if request.meta else None
+    if fmt is None or fmt.get("type") != "json_object":
+        return None
+    text = instructions(request)
+    for mention in _JSON_WORD.finditer(text):
+        described = _described(text, mention.end())
+        if described is not None:
+            return described
+    return dict(_ANSWER_ONLY)
+
+
+# A sentence asking the reply in JSON: "reply in JSON", "respond with a JSON object", "format
+# your answer as JSON", "your response must be valid JSON". Imperatives and "your ...": "the
+# API responds with JSON" and "tools return JSON" are no ask.
+_ASKS_JSON = re.compile(
+    r"\b(?:respond|reply|answer|output|return|format|write)\b[^.\n]{0,40}?\b(?:in|as|with|using)"
+    r"\s+(?:(?:a|an|one|valid|only|strict|the|raw)\s+)*JSON\b"
+    r"|\byour\s+(?:(?:whole|entire|final)\s+)?(?:response|reply|answer|output)\b[^.\n]{0,30}?"
+    r"\bJSON\b", re.I)
+
+
+def prompted_json(request: Request) -> dict[str, Any] | None:
+    """The object the request's instructions ask the reply in, in words, with no schema
+    (``_ASKS_JSON``), as a schema: what they describe after the ask, else one ``answer``
+    key; None when they ask for no JSON."""
+    parts = _instruction_parts(request)
+    if not any("json" in p.lower() for p in parts):
+        return None
+    text = "\n".join(parts)
+    asked = _ASKS_JSON.search(text)
+    if asked is None:
+        return None
+    return _described(text, asked.end()) or dict(_ANSWER_ONLY)
 
 
 # Where a model asked for a schema writes its answer: a string place of one of these names

@@ -66,7 +66,7 @@ from harnesslab.sim.reading import (
     phrase_patterns,
     without_message,
 )
-from harnesslab.sim.schemas import asked_schema, fill
+from harnesslab.sim.schemas import asked_schema, fill, json_object_schema
 from harnesslab.sim.segments import utterances_in
 from harnesslab.sim.vocab import Vocab, bundled
 
@@ -524,7 +524,7 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     lang = content.language(basis)
     loss = _lose(extract(content, lang), profile, seed, lang, salt, superseded(content),
                  content.vocab)
-    asked_json = asked_schema(request)
+    asked_json = asked_schema(request) or json_object_schema(request)
     props = list(MEMORY_FIELDS) if as_text else \
         _properties(request.tools[0]) if request.tools else []
     body = _render(form, loss.kept, lang, props)
@@ -535,8 +535,9 @@ def summarize(request: Request, form: SummaryForm, view: View, content: View, *,
     elif as_text and isinstance(body, dict):
         body = "\n".join(v for v in body.values() if v) or NOTHING[lang]
     if asked_json is not None and isinstance(body, str):
-        # Asked to answer in a JSON schema (response_format): the text in its first string
-        # field, every other field empty of its type, as a model filling the schema would.
+        # Asked to answer in a JSON schema (response_format), or in JSON mode: the text in
+        # its answer's string field, every other field empty of its type, as a model filling
+        # the schema would.
         body = json.dumps(fill(asked_json, body), ensure_ascii=False)
     blocks: tuple[Block, ...]
     if isinstance(body, dict):

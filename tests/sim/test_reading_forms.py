@@ -313,6 +313,12 @@ def test_a_summary_asked_in_a_json_schema_is_answered_in_it() -> None:
     assert set(answer) == {"summary", "topics"} and answer["topics"] == []
     # The conversation quoted in the system prompt is what is summarised.
     assert "O-1001" in answer["summary"] and "[constraint:brevity]" in answer["summary"]
+    # In JSON mode, with the keys named in the prompt: the summary in the one named like it.
+    mode = {**body, "response_format": {"type": "json_object"}, "messages": [
+        body["messages"][0], {"role": "user", "content": "Provide the summary of the "
+                              "conversation. The JSON has the keys `summary` and `title`."}]}
+    moded = json.loads(model().reply(request_from_openai(mode)).blocks[0].text)  # type: ignore[union-attr]
+    assert moded == {"summary": answer["summary"], "title": ""}
     # The control: without response_format the same summary comes as text.
     del body["response_format"]
     plain = model().reply(request_from_openai(body)).blocks[0].text  # type: ignore[union-attr]

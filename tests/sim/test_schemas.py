@@ -121,8 +121,66 @@ def test_only_a_text_answer_takes_the_format() -> None:
     assert in_format(_request(fmt), done, {}) == (done, {})  # already JSON
     plain = (TextBlock("好的"),)
     assert in_format(_request(()), plain, {}) == (plain, {})  # the control: none asked
+    # JSON mode describing no keys: one "answer" key (the API promises a JSON object).
     loose = (("response_format", json.dumps({"type": "json_object"})),)
-    assert in_format(_request(loose), plain, {}) == (plain, {})
+    assert in_format(_request(loose), plain, {}) == (
+        (TextBlock('{"answer": "好的"}'),), {"response_format": "json_object"})
+
+
+_JSON_MODE = (("response_format", json.dumps({"type": "json_object"})),)
+
+
+@pytest.mark.parametrize(("system", "user", "expected"), [
+    ("", "Write a joke about cats. Keys of the JSON: `setup` and `punchline`.",
+     {"setup": "好的", "punchline": ""}),
+    ('The JSON object holds "final_answer" and "sources".', "hi",
+     {"final_answer": "好的", "sources": ""}),
+    # An example object: its keys, its values' types.
+    ('JSON, e.g. {"answer": "...", "confidence": 0.9, "tags": ["a"]}', "hi",
+     {"answer": "好的", "confidence": 0, "tags": []}),
+    # A schema written after the mention is the schema.
+    ("The JSON follows " + json.dumps(Titled.model_json_schema()), "hi",
+     {"title": "", "answer": "好的", "confidence": 0}),
+    # Names quoted in another paragraph than the mention are not its keys.
+    ("JSON only.\n\nThe user's name is 'bob'.", "hi", {"answer": "好的"}),
+])
+def test_json_mode_writes_the_object_the_instructions_describe(
+        system: str, user: str, expected: dict[str, Any]) -> None:
+    req = Request(system, (Message.text("user", user),), meta=_JSON_MODE)
+    blocks, notes = in_format(req, (TextBlock("好的"),), {})
+    assert json.loads(blocks[0].text) == expected  # type: ignore[union-attr]
+    assert notes == {"response_format": "json_object"}
+    # The control: the same instructions without JSON mode (asking no JSON in words) leave
+    # the answer as prose.
+    assert in_format(Request(system, req.messages), (TextBlock("好的"),), {})[0] == \
+        (TextBlock("好的"),)
+
+
+@pytest.mark.parametrize(("system", "user", "expected"), [
+    # LangChain's json_mode as its docs show it: the keys named in the question.
+    ("", "Tell me a joke about cats, respond in JSON with `setup` and `punchline` keys",
+     {"setup": "好的", "punchline": ""}),
+    ("Always reply in JSON with the keys `answer` and `follow_up`.", "hi",
+     {"answer": "好的", "follow_up": ""}),
+    ('Format your answer as a JSON object like {"reply": "...", "done": true}', "hi",
+     {"reply": "好的", "done": False}),
+    ("Your response must be valid JSON.", "hi", {"answer": "好的"}),
+    # The controls: JSON named, no reply asked in it.
+    ("Tools return JSON with the key `status`.", "hi", None),
+    ("The order API responds with JSON.", "hi", None),
+    ('The last tool result, in JSON: {"status": "in_transit"}', "hi", None),
+])
+def test_json_asked_for_in_words_is_written(system: str, user: str,
+                                            expected: dict[str, Any] | None) -> None:
+    req = Request(system, (Message.text("user", user),))
+    blocks, notes = in_format(req, (TextBlock("好的"),), {})
+    if expected is None:
+        assert (blocks, notes) == ((TextBlock("好的"),), {})
+        return
+    assert json.loads(blocks[0].text) == expected  # type: ignore[union-attr]
+    assert notes == {"response_format": "prompt"}
+    # Under a text protocol the protocol says how to write the reply: not asked.
+    assert in_format(req, (TextBlock("好的"),), {}, prompted=False) == ((TextBlock("好的"),), {})
 
 
 class Reply(BaseModel):
@@ -143,6 +201,14 @@ SCHEMA
 ```""".replace("SCHEMA", json.dumps(Reply.model_json_schema()))  # noqa: E501
 
 
+def plain_first(ask: str, text: str) -> str:
+    from .test_model import model, req, track, user
+
+    got = model().reply(req(user(f"{text}\n{ask}"), track()))
+    assert "response_format" not in got.annotations
+    return got.blocks[0].text  # type: ignore[union-attr, no-any-return]
+
+
 def test_a_schema_asked_for_in_words_shapes_the_answer() -> None:
     from .test_model import ASK_1001, model, req, track, user
 
@@ -159,9 +225,13 @@ def test_a_schema_asked_for_in_words_shapes_the_answer() -> None:
     assert Reply.model_validate_json(system.blocks[0].text).answer == got.answer  # type: ignore[union-attr]
     # The controls: the schema with no sentence asking the answer in it, and the ask followed
     # only by the worked example's wrong instance (no schema), leave the answer as prose.
+    # (The second still asks for JSON, which the answer then is, but in no schema: a JSON
+    # ask in words, ``prompted_json``.)
     for text in ("Our order records follow this schema: " + json.dumps(
             Reply.model_json_schema()), FORMAT.split("\n", 1)[0]
             + ' {"properties": {"foo": ["bar", "baz"]}}'):
         plain = model().reply(req(user(f"{text}\n{ASK_1001}"), track()))
-        assert not plain.blocks[0].text.startswith("{")  # type: ignore[union-attr]
-        assert "response_format" not in plain.annotations
+        with pytest.raises(ValidationError):
+            Reply.model_validate_json(plain.blocks[0].text)  # type: ignore[union-attr]
+    assert not plain_first(ASK_1001, "Our order records follow this schema: "
+                           + json.dumps(Reply.model_json_schema())).startswith("{")

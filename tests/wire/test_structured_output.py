@@ -143,6 +143,31 @@ def test_chat_completions_parse_gets_its_model(tmp_path: Path) -> None:
     assert "response_format" not in calls[1]["annotations"]
 
 
+def test_json_mode_answers_the_object_the_prompt_describes(tmp_path: Path) -> None:
+    """``response_format: json_object`` (LangChain's json_mode, the OpenAI SDK's JSON mode):
+    the answer is a JSON object with the keys the system prompt names, the answer in the one
+    named like it; the judge still finds the answering call by it."""
+    openai = pytest.importorskip("openai")
+    system = {"role": "system", "content": "You are a support agent. The JSON object has "
+              "the keys `answer` and `follow_up`."}
+    with serving(tmp_path) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="k", max_retries=0)
+        text = _conversation(url, lambda m, t: client.chat.completions.create(
+            model="m", messages=[system, *m], tools=t, response_format={"type": "json_object"},
+        )).choices[0].message.content
+        plain = _conversation(url, lambda m, t: client.chat.completions.create(
+            model="m", messages=[system, *m], tools=t)).choices[0].message.content
+    got = json.loads(text)
+    assert set(got) == {"answer", "follow_up"} and got["follow_up"] == ""
+    assert got["answer"] == plain and "2026-11-30" in got["answer"]
+    with pytest.raises(ValueError):  # the control: without JSON mode the answer is prose
+        json.loads(plain)
+    rec = Record.load(tmp_path / "session1.jsonl")
+    calls = [c for c in rec.of_type("model_call") if c["reply"][0]["type"] == "text"]
+    assert answer_call(calls[:1], got["answer"]) is calls[0]
+    assert calls[0]["annotations"].get("response_format") == "json_object"
+
+
 def test_responses_parse_gets_its_model(tmp_path: Path) -> None:
     openai = pytest.importorskip("openai")
     with serving(tmp_path) as (url, _):
