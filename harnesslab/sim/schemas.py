@@ -100,15 +100,15 @@ def prompted_schema(request: Request) -> dict[str, Any] | None:
     if asked is None:
         return None
     found = None
-    for data in _json_values(text, asked.end()):
+    for data, _ in _json_values(text, asked.end()):
         if _is_schema(data):
             found = data
     return found
 
 
-def _json_values(text: str, at: int) -> Iterator[Any]:
-    """The JSON objects written in ``text`` from ``at`` on, in order (a ``{`` that opens
-    none is passed over)."""
+def _json_values(text: str, at: int) -> Iterator[tuple[Any, int]]:
+    """The JSON objects written in ``text`` from ``at`` on, in order, with where each starts
+    (a ``{`` that opens none is passed over)."""
     at = text.find("{", at)
     while at >= 0:
         try:
@@ -116,7 +116,7 @@ def _json_values(text: str, at: int) -> Iterator[Any]:
         except ValueError:
             at = text.find("{", at + 1)
             continue
-        yield data
+        yield data, at
         at = text.find("{", end)
 
 
@@ -143,7 +143,10 @@ def _described(text: str, at: int) -> dict[str, Any] | None:
     window = text[at:at + _PARAGRAPH]
     start = text.rfind("\n\n", 0, at) + 1
     para = text[start:at] + window.split("\n\n", 1)[0]
-    for data in _json_values(window, 0):
+    # An object that starts in the window, read whole (a schema written out runs longer).
+    for data, begin in _json_values(text, at):
+        if begin >= at + _PARAGRAPH:
+            break
         if isinstance(data, dict) and data:
             return data if _is_schema(data) else _example_schema(data)
     names = list(dict.fromkeys(_QUOTED_NAME.findall(para)))
@@ -168,14 +171,18 @@ def json_object_schema(request: Request) -> dict[str, Any] | None:
     return dict(_ANSWER_ONLY)
 
 
-# A sentence asking the reply in JSON: "reply in JSON", "respond with a JSON object", "format
-# your answer as JSON", "your response must be valid JSON". Imperatives and "your ...": "the
-# API responds with JSON" and "tools return JSON" are no ask.
+# A sentence asking the reply in JSON: "reply in JSON", "always respond with a JSON object",
+# "format your answer as JSON", "... and provide the parsed objects in json" (instructor),
+# "your response must be valid JSON". The verb an imperative (at a sentence's or clause's
+# start, or after "you", "please", "always", "must", "to", "and", ...) or "your ...": "the
+# API responds with JSON" and "tools return results in JSON" are no ask.
 _ASKS_JSON = re.compile(
-    r"\b(?:respond|reply|answer|output|return|format|write)\b[^.\n]{0,40}?\b(?:in|as|with|using)"
-    r"\s+(?:(?:a|an|one|valid|only|strict|the|raw)\s+)*JSON\b"
+    r"(?:^|(?<=[.!?:;,\n])\s*|\b(?:you|please|always|only|must|should|shall|will|to|and|then)"
+    r"\s+)(?:respond|reply|answer|output|return|format|write|provide|give|produce|generate)\b"
+    r"[^.]{0,40}?\b(?:in|as|with|using)\s+(?:(?:a|an|one|valid|only|strict|the|raw|proper)\s+)*"
+    r"JSON\b"
     r"|\byour\s+(?:(?:whole|entire|final)\s+)?(?:response|reply|answer|output)\b[^.\n]{0,30}?"
-    r"\bJSON\b", re.I)
+    r"\bJSON\b", re.I | re.M)
 
 
 def prompted_json(request: Request) -> dict[str, Any] | None:

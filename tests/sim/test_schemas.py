@@ -167,6 +167,8 @@ def test_json_mode_writes_the_object_the_instructions_describe(
     ("Your response must be valid JSON.", "hi", {"answer": "好的"}),
     # The controls: JSON named, no reply asked in it.
     ("Tools return JSON with the key `status`.", "hi", None),
+    ("Tools return results in JSON.", "hi", None),
+    ("Our services provide their data as JSON.", "hi", None),
     ("The order API responds with JSON.", "hi", None),
     ('The last tool result, in JSON: {"status": "in_transit"}', "hi", None),
 ])
@@ -181,6 +183,43 @@ def test_json_asked_for_in_words_is_written(system: str, user: str,
     assert notes == {"response_format": "prompt"}
     # Under a text protocol the protocol says how to write the reply: not asked.
     assert in_format(req, (TextBlock("好的"),), {}, prompted=False) == ((TextBlock("好的"),), {})
+
+
+class Ticket(BaseModel):
+    """A typed output whose schema, written out with indent=2, runs past 400 characters."""
+    category: Literal["shipping", "billing", "other"]
+    priority: int
+    summary: str
+    order_id: str | None = None
+    tags: list[str]
+
+
+# instructor 1.17's JSON and MD_JSON modes (v2/providers/openai/handlers.py), with
+# response_model=Ticket: the schema in the system message; JSON mode adds response_format
+# json_object, MD_JSON a last user message asking for a ```json block.
+INSTRUCTOR = f"""
+As a genius expert, your task is to understand the content and provide
+the parsed objects in json that match the following json_schema:\n
+
+{json.dumps(Ticket.model_json_schema(), indent=2, ensure_ascii=False)}
+
+Make sure to return an instance of the JSON, not the schema itself
+"""
+MD_JSON = "Return the correct JSON response within a ```json codeblock. not the JSON_SCHEMA"
+
+
+def test_instructor_json_and_md_json_modes_get_their_model() -> None:
+    assert len(json.dumps(Ticket.model_json_schema(), indent=2)) > 400
+    user = Message.text("user", "我的包裹还没到")
+    for req in (Request(INSTRUCTOR, (user,), meta=_JSON_MODE),
+                Request(INSTRUCTOR, (user, Message.text("user", MD_JSON)))):
+        blocks, _ = in_format(req, (TextBlock("好的"),), {})
+        got = Ticket.model_validate_json(blocks[0].text)  # type: ignore[union-attr]
+        assert got.summary == "好的" and got.category == "shipping" and got.tags == []
+    # The control: the schema with neither JSON mode nor a sentence asking for JSON.
+    bare = Request("Tickets follow this layout: " + json.dumps(Ticket.model_json_schema()),
+                   (user,))
+    assert in_format(bare, (TextBlock("好的"),), {}) == ((TextBlock("好的"),), {})
 
 
 class Reply(BaseModel):
