@@ -87,9 +87,8 @@ class ContextOverflowError(ServiceRejected):
 
 class ProtocolError(ServiceRejected):
     """The simulated service rejected a request that breaks the chat protocol (a tool result
-    without its call, a call left without a result when a user message follows, a call in
-    flight to a tool the request does not offer, nothing to answer); ``problem`` says what,
-    naming the message index and the call id."""
+    without its call, a call left without a result when a user message follows, nothing to
+    answer); ``problem`` says what, naming the message index and the call id."""
 
     reason = "protocol_error"
 

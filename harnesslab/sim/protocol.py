@@ -13,11 +13,13 @@ A request is rejected, with the first problem found, when:
   assistant message that holds its call (AgentScope's layout), in a ``tool`` message, or at
   the head of a user message (Anthropic's layout): only the user's own content (text, data,
   hints) counts as the next user message;
-- a call in flight, one after the last user message (the current turn's tool round), names a
-  tool the request does not offer: the harness withdrew a tool while the model was using it.
-  Calls in earlier turns are history: a summary request offers only its output tool, or none,
-  and still carries them, which real APIs accept. Tools offered in the answer's JSON schema
-  (``sim.schema_tools``, BeeAI's fallback) are offered.
+A call to a tool the request no longer offers is no problem, in this turn's tool round or an
+earlier one: the OpenAI-compatible APIs the profiles stand for do not check the history's
+calls against the tools offered, and harnesses rely on it: LangGraph's ``create_react_agent``
+asks for its ``response_format`` over the whole history with only the schema, a summary
+request offers only its output tool or none, dynamic tool selection offers each step its own
+subset, a final forced answer offers nothing. (An earlier rule rejected such a call in the
+current round as a withdrawn tool, and so blamed those harnesses for what the API accepts.)
 
 A call at the very end of a request with no result yet is not checked here: no harness sends
 one on purpose, and the model then simply answers.
@@ -28,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harnesslab.messages import Message, Request, ToolCallBlock, ToolResultBlock
-from harnesslab.sim.schema_tools import schema_tools
 from harnesslab.tokens import common_prefix
 
 
@@ -38,10 +39,9 @@ class _State:
 
     calls: dict[str, tuple[int, str]] = field(default_factory=dict)  # id -> (message, tool)
     pending: dict[str, tuple[int, str]] = field(default_factory=dict)
-    last_user: int = -1
 
     def copy(self) -> _State:
-        return _State(dict(self.calls), dict(self.pending), self.last_user)
+        return _State(dict(self.calls), dict(self.pending))
 
 
 def _scan(state: _State, i: int, m: Message) -> str | None:
@@ -55,26 +55,10 @@ def _scan(state: _State, i: int, m: Message) -> str | None:
                 return (f"message {i}: tool result {b.id} ({b.name}) has no call with its "
                         "id earlier in the request")
             pending.pop(b.id, None)
-        elif m.role == "user":
-            if pending:
-                cid, (j, name) = next(iter(pending.items()))
-                return (f"message {i}: a user message arrives while call {cid} ({name}) "
-                        f"of message {j} has no result")
-            state.last_user = i
-    return None
-
-
-def _in_flight(state: _State, request: Request) -> str | None:
-    offered = {t.name for t in request.tools}
-    if not offered and request.meta:
-        # Tools offered in the answer's schema (sim.schema_tools): calls of them are no
-        # withdrawn tool.
-        union = schema_tools(request)
-        offered = {t.name for t in union.tools} if union is not None else offered
-    for cid, (j, name) in state.calls.items():
-        if j > state.last_user and name not in offered:
-            return (f"message {j}: call {cid} in flight to {name}, a tool this request does "
-                    f"not offer (offered: {', '.join(sorted(offered)) or 'none'})")
+        elif m.role == "user" and pending:
+            cid, (j, name) = next(iter(pending.items()))
+            return (f"message {i}: a user message arrives while call {cid} ({name}) "
+                    f"of message {j} has no result")
     return None
 
 
@@ -119,4 +103,4 @@ class ProtocolChecker:
                 return found
         if msgs:
             self._seq, self._end, self._before_last = msgs, state, before_last
-        return _in_flight(state, request)
+        return None

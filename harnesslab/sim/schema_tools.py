@@ -11,8 +11,7 @@ the schema itself, an array of it (parallel calls), or the one property of a wra
 
 The fake model decides as if those tools were offered with a tool call required (a text
 answer goes into the first that is no world tool, as under ``tool_choice: required``), and
-writes the call it makes as the JSON the schema asks for. The request offers these tools to
-the service's protocol check as well (a call of one is no withdrawn tool).
+writes the call it makes as the JSON the schema asks for.
 """
 
 from __future__ import annotations

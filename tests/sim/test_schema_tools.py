@@ -11,9 +11,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
-from harnesslab.messages import Message, Request, TextBlock
+from harnesslab.messages import Request, TextBlock
 from harnesslab.sim.model import ModelReply
-from harnesslab.sim.protocol import protocol_problem
 from harnesslab.sim.schema_tools import schema_tools
 
 from .test_model import ASK_1001, SYSTEM, model, track, user
@@ -80,12 +79,3 @@ def test_the_control_a_schema_of_no_tool_call_is_an_answer_format() -> None:
     r = model().reply(asking(Reply.model_json_schema(), user(ASK_1001)))
     assert r.annotations.get("reason") == "tool_not_offered"  # no tool offered anywhere
     assert json.loads(text(r))["answer"]
-
-
-def test_tools_offered_in_the_schema_are_no_withdrawn_tools() -> None:
-    # The lookup's call is in flight (after the last user message), offered by no API tool.
-    r = asking(Wrapped.model_json_schema(), user(ASK_1001), Message("assistant",
-                                                                       track().content[:1]))
-    assert protocol_problem(r) is None
-    bare = Request(SYSTEM, r.messages)  # the control: no schema, the tool offered nowhere
-    assert "does not offer" in str(protocol_problem(bare))

@@ -143,6 +143,29 @@ def test_chat_completions_parse_gets_its_model(tmp_path: Path) -> None:
     assert "response_format" not in calls[1]["annotations"]
 
 
+def test_a_structured_answer_asked_after_the_loop_without_its_tools(tmp_path: Path) -> None:
+    """LangGraph's ``create_react_agent(..., response_format=...)``: once the loop has
+    answered, the structured response is asked over the whole history (its tool calls
+    included) with only the schema. The API accepts it, and so does the service; the answer
+    is the one the loop gave, in the schema."""
+    openai = pytest.importorskip("openai")
+    with serving(tmp_path) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="k", max_retries=0)
+
+        def loop_then_structured(msgs: list[dict[str, Any]], tools: Any) -> Any:
+            done = client.chat.completions.create(model="m", messages=msgs, tools=tools)
+            answer = done.choices[0].message.content
+            history = [*msgs, {"role": "assistant", "content": answer}]
+            return answer, client.chat.completions.parse(
+                model="m", messages=history, response_format=Reply).choices[0].message.parsed
+
+        answer, parsed = _conversation(url, loop_then_structured)
+    assert isinstance(parsed, Reply) and "2026-11-30" in answer
+    assert parsed.answer == answer
+    rec = Record.load(tmp_path / "session1.jsonl")
+    assert not rec.of_type("protocol_error")
+
+
 def test_json_mode_answers_the_object_the_prompt_describes(tmp_path: Path) -> None:
     """``response_format: json_object`` (LangChain's json_mode, the OpenAI SDK's JSON mode):
     the answer is a JSON object with the keys the system prompt names, the answer in the one
