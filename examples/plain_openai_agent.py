@@ -2,7 +2,11 @@
     harnesslab run --set harness=cmd:"python examples/plain_openai_agent.py"
 Its context handling: the last 12 messages, no summary, no time stated to the model.
 ``--typed``: its answers are asked in a JSON schema (structured outputs, a pydantic model, as
-typed agent frameworks ask), parsed, and the answer field given to the user."""
+typed agent frameworks ask), parsed, and the answer field given to the user.
+``--after``: the loop answers in words, then the answer is asked again in the schema over
+the same messages with no tools (LangGraph's ``create_react_agent(response_format=...)``).
+``--json-mode``: every call in JSON mode (``json_object``), the keys named in the system
+prompt, the ``answer`` key given to the user."""
 import json
 import os
 import sys
@@ -23,9 +27,15 @@ class Reply(BaseModel):
     needs_follow_up: bool
 
 
-TYPED = {"response_format": {"type": "json_schema", "json_schema": {
-    "name": "Reply", "strict": True, "schema": Reply.model_json_schema()}}} \
-    if "--typed" in sys.argv else {}
+SCHEMA = {"response_format": {"type": "json_schema", "json_schema": {
+    "name": "Reply", "strict": True, "schema": Reply.model_json_schema()}}}
+TYPED = SCHEMA if "--typed" in sys.argv else {}
+AFTER = "--after" in sys.argv
+JSON_MODE = "--json-mode" in sys.argv
+if JSON_MODE:
+    TYPED = {"response_format": {"type": "json_object"}}
+    SYSTEM = {"role": "system", "content": SYSTEM["content"] + " Reply with a JSON object "
+              "with the keys `answer` and `needs_follow_up`."}
 
 
 def answer(text: str, images: list[dict]) -> dict:
@@ -42,7 +52,16 @@ def answer(text: str, images: list[dict]) -> dict:
         except BadRequestError as e:  # e.g. context_length_exceeded
             return {"text": "", "failed": True, "reason": str(e.code or "rejected")}
         history.append(reply.model_dump(exclude_none=True))
-        if not reply.tool_calls and TYPED:
+        if not reply.tool_calls and JSON_MODE:
+            try:
+                return {"text": str(json.loads(reply.content or "")["answer"])}
+            except (ValueError, KeyError, TypeError):
+                return {"text": "", "failed": True, "reason": "no answer key"}
+        if not reply.tool_calls and AFTER:  # the structured response, over the same messages
+            final = client.chat.completions.create(
+                model="harnesslab", messages=[SYSTEM, *window, history[-1]], **SCHEMA)
+            reply = final.choices[0].message
+        if not reply.tool_calls and (TYPED or AFTER):
             try:
                 return {"text": Reply.model_validate_json(reply.content or "").answer}
             except ValidationError:

@@ -253,17 +253,27 @@ def _verdicts(tmp: Path, scenario: str, *flags: str) -> tuple[dict[str, bool], R
 
 
 @pytest.mark.parametrize("scenario", TYPED_SCENARIOS)
-def test_a_typed_agent_is_judged_as_the_same_agent_untyped(tmp_path: Path,
-                                                           scenario: str) -> None:
-    """The same agent asking its answers in a schema gets the same verdicts: the bench reads
-    the answer it parsed, and its model answered in the schema."""
+@pytest.mark.parametrize(("flag", "form"), [("--typed", "json_schema"),
+                                            ("--after", "json_schema"),
+                                            ("--json-mode", "json_object")])
+def test_a_typed_agent_is_judged_as_the_same_agent_untyped(tmp_path: Path, scenario: str,
+                                                           flag: str, form: str) -> None:
+    """The same agent asking its answers in a schema (with every call; or once the loop has
+    answered, over the same messages without tools, as LangGraph's ``response_format``), or
+    in JSON mode with the keys named in its prompt, gets the same verdicts: the bench reads
+    the answer it parsed, its model answered in the form asked, and the service took every
+    request a real API takes."""
     pytest.importorskip("openai")
     plain, _ = _verdicts(tmp_path, scenario)
-    typed, rec = _verdicts(tmp_path, scenario, "--typed")
+    typed, rec = _verdicts(tmp_path, scenario, flag)
     assert typed == plain and any(plain.values())
     texts = [c for c in rec.of_type("model_call") if c["reply"][0]["type"] == "text"]
-    assert texts and all(c["annotations"].get("response_format") == "json_schema"
-                         for c in texts)
+    formatted = [c for c in texts if c["request"]["meta"]]  # the calls asking a format
+    assert formatted and all(c["annotations"].get("response_format") == form
+                             for c in formatted)
+    # --after asks it in a call of its own after each answer in words; the others in every call.
+    assert len(formatted) == (len(texts) // 2 if flag == "--after" else len(texts))
+    assert not rec.of_type("protocol_error")
 
 
 def test_a_typed_agent_fails_where_the_model_ignores_the_schema(
