@@ -106,18 +106,18 @@ def prompted_schema(request: Request) -> dict[str, Any] | None:
     return found
 
 
-def _json_values(text: str, at: int) -> Iterator[tuple[Any, int]]:
-    """The JSON objects written in ``text`` from ``at`` on, in order, with where each starts
-    (a ``{`` that opens none is passed over)."""
-    at = text.find("{", at)
+def _json_values(text: str, at: int, until: int | None = None) -> Iterator[tuple[Any, int]]:
+    """The JSON objects written in ``text`` from ``at`` on (starting before ``until``), in
+    order, with where each starts (a ``{`` that opens none is passed over)."""
+    at = text.find("{", at, until)
     while at >= 0:
         try:
             data, end = _DECODER.raw_decode(text, at)
         except ValueError:
-            at = text.find("{", at + 1)
+            at = text.find("{", at + 1, until)
             continue
         yield data, at
-        at = text.find("{", end)
+        at = text.find("{", end, until)
 
 
 _JSON_WORD = re.compile(r"\bJSON\b", re.I)
@@ -144,9 +144,7 @@ def _described(text: str, at: int) -> dict[str, Any] | None:
     start = text.rfind("\n\n", 0, at) + 1
     para = text[start:at] + window.split("\n\n", 1)[0]
     # An object that starts in the window, read whole (a schema written out runs longer).
-    for data, begin in _json_values(text, at):
-        if begin >= at + _PARAGRAPH:
-            break
+    for data, _ in _json_values(text, at, at + _PARAGRAPH):
         if isinstance(data, dict) and data:
             return data if _is_schema(data) else _example_schema(data)
     names = list(dict.fromkeys(_QUOTED_NAME.findall(para)))
@@ -190,8 +188,8 @@ def prompted_json(request: Request) -> dict[str, Any] | None:
     (``_ASKS_JSON``), as a schema: what they describe after the ask, else one ``answer``
     key; None when they ask for no JSON."""
     parts = _instruction_parts(request)
-    if not any("json" in p.lower() for p in parts):
-        return None
+    if not any("JSON" in p or "json" in p or "Json" in p for p in parts):
+        return None  # read on every reply: three scans, no copy of a long prompt
     text = "\n".join(parts)
     asked = _ASKS_JSON.search(text)
     if asked is None:
