@@ -32,3 +32,5 @@ inst beeai "beeai-framework==0.1.85" "openai==3.63.0"
 inst dspy "dspy==3.4.1" "litellm==1.110.2" "openai==3.63.0"
 # Qwen-Agent imports numpy, soundfile, tqdm and dateutil without declaring them.
 inst qwen-agent "qwen-agent==0.0.34" "numpy==2.4.6" "soundfile==0.14.0" "tqdm==4.70.1" "python-dateutil==4.0.0" "openai==3.63.0"
+# instructor: structured answers over the OpenAI SDK (examples/instructor_agent.py).
+inst instructor "instructor==1.17.0" "openai==3.3.0"

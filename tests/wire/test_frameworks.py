@@ -56,6 +56,10 @@ FRAMEWORKS = {
     "beeai": ("beeai", {**IDENTITY, **RESTART, "followup-after-filler-zh": {"s3.not_called"}}),
     # DSPy's ReAct: output fields (sim.react), its history's trajectories serialised as JSON.
     "dspy": ("dspy", {**IDENTITY, **RESTART}),
+    # instructor's structured answer asked after the tool loop, without the tools: a forced
+    # tool (its default), or the schema in the system prompt with JSON mode.
+    "instructor": ("instructor", {**IDENTITY, **RESTART}),
+    "instructor --mode JSON": ("instructor", {**IDENTITY, **RESTART}),
     # Qwen-Agent's Assistant: tagged calls in the prompt (sim.react). Its only context
     # management is a cut to max_input_tokens, oldest turns first, no summary: after the
     # filler the first question is gone, and the follow-up cannot tell which order; after a
