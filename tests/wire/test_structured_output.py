@@ -252,6 +252,9 @@ def _verdicts(tmp: Path, scenario: str, *flags: str) -> tuple[dict[str, bool], R
     return {c.id: c.passed for c in r.checks}, Record.load(r.record)
 
 
+_PLAIN: dict[str, dict[str, bool]] = {}
+
+
 @pytest.mark.parametrize("scenario", TYPED_SCENARIOS)
 @pytest.mark.parametrize(("flag", "form"), [("--typed", "json_schema"),
                                             ("--after", "json_schema"),
@@ -264,7 +267,9 @@ def test_a_typed_agent_is_judged_as_the_same_agent_untyped(tmp_path: Path, scena
     the answer it parsed, its model answered in the form asked, and the service took every
     request a real API takes."""
     pytest.importorskip("openai")
-    plain, _ = _verdicts(tmp_path, scenario)
+    if scenario not in _PLAIN:  # the untyped agent's verdicts, run once for the three forms
+        _PLAIN[scenario] = _verdicts(tmp_path, scenario)[0]
+    plain = _PLAIN[scenario]
     typed, rec = _verdicts(tmp_path, scenario, flag)
     assert typed == plain and any(plain.values())
     texts = [c for c in rec.of_type("model_call") if c["reply"][0]["type"] == "text"]
