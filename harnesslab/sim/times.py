@@ -8,7 +8,8 @@ Read: the runtime-state tag ``<current-time>ISO</current-time>`` and its kin
 (``Current time:``, ``Current date and time is``, ``The current time is``, ``Today is``,
 ``The current date and time is:`` (BeeAI's),
 ``Now:``, ``现在是``, ``当前时间``, ``今天是``, ...) followed on the same line by ISO 8601 (with or
-without zone, ``T`` or a space), RFC 2822 (``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
+without zone, ``T`` or a space), year first with slashes (``2026/11/29 10:00``), RFC 2822
+(``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
 (``2026年11月29日 10:00``, ``上午/下午``) or an English one (``Sunday, November 29, 2026 10:00
 AM``); and a dated prefix: a line that starts with an ISO date and time (``[2026-11-29 10:00]
 question``), or such a stamp in square brackets further along the line. A date without a
@@ -37,6 +38,8 @@ _WEEKDAY = r"(?:(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs)?|Fri|Sat(?:ur)?|Sun)(?:day)?\
 _ZONE = r"(?:[ \t]*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2}|\(?(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?\)?))"
 _ISO = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?" + _ZONE + "?"
 _ISO_TIMED = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?" + _ZONE + "?"
+# Year first with slashes (``%Y/%m/%d %H:%M``, common in Chinese systems' logs and prompts).
+_SLASH = r"\d{4}/\d{1,2}/\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?" + _ZONE + "?"
 _RFC = _WEEKDAY + r"?\d{1,2}[ \t]+" + _MONTH + r"[ \t]+\d{4}[ \t]+\d{2}:\d{2}(?::\d{2})?" \
        r"[ \t]+(?:[+-]\d{4}|GMT|UTC)"
 _ZH = r"\d{4}年\d{1,2}月\d{1,2}日(?:[ \t]*(?:星期|周)[一二三四五六日天])?" \
@@ -55,7 +58,7 @@ TIME_RE = re.compile(
     r"</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*"
     r"(?:(?:is|was|是|为)[ \t]*[:：]?|=|:|：)?[ \t]*"
-    r"(?P<labelled>" + _RFC + "|" + _ISO + "|" + _ZH + "|" + _EN + r"))"
+    r"(?P<labelled>" + _RFC + "|" + _ISO + "|" + _SLASH + "|" + _ZH + "|" + _EN + r"))"
     r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))"
     # A stamp in square brackets further along a line: CAMEL's "Based on the previous
     # CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ...".
@@ -63,6 +66,8 @@ TIME_RE = re.compile(
     re.IGNORECASE | re.MULTILINE)
 
 _ISO_PARTS = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?[ \t]*(.*)")
+_SLASH_PARTS = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:[T ](\d{1,2}):(\d{2})"
+                          r"(?::(\d{2}(?:\.\d+)?))?)?[ \t]*(.*)")
 _ZH_PARTS = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日(?:[ \t]*(?:星期|周).)?[ \t]*"
                        r"(上午|下午|晚上|中午|早上)?[ \t]*(?:(\d{1,2})(?:[:：](\d{2})|点(?:(\d{1,2})分?)?)"
                        r"(?:[:：](\d{2}))?)?[ \t]*(.*)")
@@ -114,6 +119,10 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
     text = text.strip()
     if (t := _iso(text, default)) is not None:
         return t
+    m = _SLASH_PARTS.fullmatch(text)
+    if m:
+        return _at(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4) or 0),
+                   int(m.group(5) or 0), float(m.group(6) or 0), _zone(m.group(7), default))
     m = _ZH_PARTS.fullmatch(text)
     if m:
         h = int(m.group(5) or 0)

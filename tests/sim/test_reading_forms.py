@@ -195,7 +195,8 @@ def track(call: str, as_of: str) -> list[Message]:
     "Based on the previous CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ",
     # BeeAI's ToolCallingAgent system prompt: "is" and a colon both.
     "The current date and time is: 2026-11-29T02:00:00Z", "现在时间是：2026-11-29 10:00",
-    "Today is Sunday, November 29, 2026 10:00 AM."])
+    "Today is Sunday, November 29, 2026 10:00 AM.",
+    "It is now 2026/11/29 10:00 (Asia/Shanghai).", "当前时间：2026/11/29 10:00:00"])
 def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
     old = track("c1", "2026-11-28T10:00:00+08:00")
     r = Request(system="You are a customer-service assistant.", tools=TOOLS,
@@ -353,6 +354,7 @@ def test_a_current_time_tag_under_its_kin_names_is_read(tag: str) -> None:
     assert [t for _, t in stated_times(text, zone)] == [datetime(2026, 11, 29, tzinfo=zone)]
     # Controls: the same date in running prose, or under a tag that is no statement of now.
     assert not list(stated_times("the parcel left on 2026-11-29 from 杭州", zone))
+    assert not list(stated_times("the parcel left on 2026/11/29 10:00 from 杭州", zone))
     assert not list(stated_times(f"<{tag}>2026-11-29</ship_date>", zone))
     assert not list(stated_times("<ship_date>2026-11-29</ship_date>", zone))
 
@@ -361,7 +363,7 @@ def test_a_current_time_tag_under_its_kin_names_is_read(tag: str) -> None:
 TIME_BITS = ["Current time: ", "现在是", "<current-time>", "</current-time>", "<current_date>",
              "</current_date>", "2026-11-29 10:00:00+08:00", "２０２６-１１-２９ １０:００",
              "2026年11月29日 下午3点", "November 29, 2026 10:00 AM", "Sun, 29 Nov 2026 10:00:00 +0800",
-             "now", "today is ", "\n", " ", "tomorrow", "下午", "[", "١٢"]
+             "2026/11/29 10:00", "now", "today is ", "\n", " ", "tomorrow", "下午", "[", "١٢"]
 
 
 @settings(max_examples=400, deadline=None)
