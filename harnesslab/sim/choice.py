@@ -141,18 +141,11 @@ def in_format(request: Request, blocks: tuple[Block, ...],
     or (``prompted``) asked for JSON in words, as the object its instructions describe. A
     reply that calls a tool, has no text or is already a JSON object stays as it is; one that
     changed says so (``response_format``: ``json_schema``, ``prompt`` or ``json_object``)."""
-    schema = asked_schema(request) if request.meta else None
-    how = "json_schema"
-    if schema is None and prompted:
-        schema, how = prompted_schema(request), "prompt"
-    if schema is None and request.meta:
-        schema, how = json_object_schema(request), "json_object"
-    if schema is None and prompted:
-        schema, how = prompted_json(request), "prompt"
-    if schema is None or any(isinstance(b, ToolCallBlock) for b in blocks):
+    # What no format changes is settled first: the instructions are read only for a reply
+    # that could take one (most replies of a tool loop are calls).
+    if any(isinstance(b, ToolCallBlock) for b in blocks):
         return blocks, annotations
-    texts = [b.text for b in blocks if isinstance(b, TextBlock)]
-    text = "".join(texts)
+    text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
     if not text:
         return blocks, annotations
     if text.lstrip().startswith("{"):
@@ -161,6 +154,16 @@ def in_format(request: Request, blocks: tuple[Block, ...],
                 return blocks, annotations
         except ValueError:
             pass
+    schema = asked_schema(request) if request.meta else None
+    how = "json_schema"
+    if schema is None and prompted:
+        schema, how = prompted_schema(request), "prompt"
+    if schema is None and request.meta:
+        schema, how = json_object_schema(request), "json_object"
+    if schema is None and prompted:
+        schema, how = prompted_json(request), "prompt"
+    if schema is None:
+        return blocks, annotations
     raw = TextBlock(json.dumps(fill(schema, text), ensure_ascii=False))
     first = next(i for i, b in enumerate(blocks) if isinstance(b, TextBlock))
     out = tuple(b for i, b in enumerate(blocks) if not isinstance(b, TextBlock) or i == first)
