@@ -37,11 +37,11 @@ from harnesslab.tokens import common_prefix
 class _State:
     """The scan's state after a prefix of the messages, which passed."""
 
-    calls: dict[str, tuple[int, str]] = field(default_factory=dict)  # id -> (message, tool)
+    calls: set[str] = field(default_factory=set)  # the ids of the calls so far
     pending: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def copy(self) -> _State:
-        return _State(dict(self.calls), dict(self.pending))
+        return _State(set(self.calls), dict(self.pending))
 
 
 def _scan(state: _State, i: int, m: Message) -> str | None:
@@ -49,7 +49,8 @@ def _scan(state: _State, i: int, m: Message) -> str | None:
     calls, pending = state.calls, state.pending
     for b in m.content:
         if isinstance(b, ToolCallBlock):
-            calls[b.id] = pending[b.id] = (i, b.name)
+            calls.add(b.id)
+            pending[b.id] = (i, b.name)
         elif isinstance(b, ToolResultBlock):
             if b.id not in calls:
                 return (f"message {i}: tool result {b.id} ({b.name}) has no call with its "
