@@ -23,6 +23,9 @@ Routes:
 - ``POST /v1/messages``: Anthropic's Messages API (``adapters.anthropic_wire``), the key in
   ``x-api-key`` (or ``Authorization: Bearer``); errors in Anthropic's shape, an over-window
   request 400 ``invalid_request_error`` "prompt is too long: N tokens > M maximum".
+- ``POST /v1/embeddings``: the OpenAI Embeddings API (``adapters.embeddings_wire``), for a
+  harness whose memory retrieves by similarity: the bench's deterministic n-gram embedder,
+  floats or base64, token-id input read as cl100k_base; nothing recorded.
 - ``POST /harnesslab/v1/request``: the bench's own request format (``messages.request_to_dict``
   under ``request``, and optionally the harness's own ``estimate`` of it), answered with the
   reply's blocks and usage and the request's ``id``, or a 400 naming the rejection
@@ -62,7 +65,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harnesslab.adapters import anthropic_wire, responses_wire
+from harnesslab.adapters import anthropic_wire, embeddings_wire, responses_wire
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
 from harnesslab.harness.base import HarnessContext
@@ -519,6 +522,18 @@ def build_app(sessions: Sessions) -> Any:
                              "output_tokens": resp.output_tokens})
 
     @handler
+    async def embeddings(req: HttpRequest) -> JSONResponse:
+        await session_of(req)  # the key opens (or names) a session, as for a chat call
+        body = await body_of(req)
+        try:
+            # In a pool thread: a batch of inputs (and the vocabulary's first load) is CPU
+            # the other sessions' calls should not wait behind.
+            out = await run_in_threadpool(embeddings_wire.embeddings_response, body)
+        except InputError as e:
+            return err(400, e.problem, param=e.field)
+        return JSONResponse(out)
+
+    @handler
     async def tools(req: HttpRequest) -> JSONResponse:
         s = await session_of(req)
         return JSONResponse({"tools": [t.to_dict() for t in s.context.tools.schemas()]})
@@ -544,6 +559,7 @@ def build_app(sessions: Sessions) -> Any:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/v1/messages", handler(messages, anthropic=True), methods=["POST"]),
+        Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/harnesslab/v1/request", native, methods=["POST"]),
         Route("/harnesslab/tools", tools, methods=["GET"]),
         Route("/harnesslab/tools/{name}", run_tool, methods=["POST"]),

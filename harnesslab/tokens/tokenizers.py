@@ -157,6 +157,7 @@ class _TiktokenTokenizer:
     name: str
     _encode: Callable[[str], list[int]]
     normalize_nfc: bool = False
+    _decode_bytes: Callable[[list[int]], bytes] | None = None
 
     def count(self, text: str) -> int:
         return len(self.encode(text))
@@ -168,6 +169,16 @@ class _TiktokenTokenizer:
                 and not unicodedata.is_normalized("NFC", text):
             text = unicodedata.normalize("NFC", text)
         return self._encode(text)
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of token ids (as the API reads token-array input); ValueError names an id
+        that is no token. Bytes that are no whole character read as U+FFFD, as tiktoken's
+        ``decode`` does."""
+        assert self._decode_bytes is not None
+        try:
+            return self._decode_bytes(ids).decode("utf-8", errors="replace")
+        except (KeyError, ValueError, OverflowError, TypeError) as e:
+            raise ValueError(f"not a token of {self.name}: {e}") from None
 
 
 @dataclass
@@ -238,7 +249,8 @@ def _tiktoken(name: str, pat: str, vocab: VocabFile, specials: dict[str, int], *
         raise TokenizerUnavailable(f"tiktoken could not build {name}: {e}") from None
     del ranks
     enc._mergeable_ranks = None  # type: ignore[assignment]
-    return _TiktokenTokenizer(name, enc.encode_ordinary, normalize_nfc=nfc)
+    return _TiktokenTokenizer(name, enc.encode_ordinary, normalize_nfc=nfc,
+                              _decode_bytes=enc.decode_bytes)
 
 
 def _load_openai(name: str) -> Tokenizer:

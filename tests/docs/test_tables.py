@@ -61,9 +61,11 @@ def served_wires() -> set[str]:
 
     app = build_app(Sessions())
     # Every POST route takes a model call but the tools' (POST /harnesslab/tools/NAME runs a
-    # tool; GET routes list models and tools and tell the time: serve.md's).
+    # tool) and the embeddings' (no model call, nothing recorded); GET routes list models and
+    # tools and tell the time: serve.md's, as the embeddings.
     return {f"POST {r.path}" for r in app.routes if isinstance(r, Route)
-            and "POST" in (r.methods or ()) and not r.path.startswith("/harnesslab/tools")}
+            and "POST" in (r.methods or ()) and not r.path.startswith("/harnesslab/tools")
+            and r.path != "/v1/embeddings"}
 
 
 def test_the_wires_table_lists_every_route_that_takes_a_model_call() -> None:
