@@ -85,7 +85,13 @@ from harnesslab.adapters.serve_app import (
     WireSession,
     build_app,
 )
-from harnesslab.harness.base import HarnessBase, HarnessContext, HarnessGone, TurnResult
+from harnesslab.harness.base import (
+    HarnessBase,
+    HarnessContext,
+    HarnessGone,
+    TokenCounting,
+    TurnResult,
+)
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.honours import check_declaration
 from harnesslab.messages import (
@@ -215,6 +221,13 @@ class _Door:
             raise SessionClosed from None
         self.last = (request, resp)
         return resp
+
+    def count_tokens(self, request: Request) -> int:
+        """The API's token count (``harness.base.TokenCounting``): no call, so nothing of the
+        kill or the first-call hook applies."""
+        if not isinstance(self._inner, TokenCounting):
+            raise NotImplementedError("this endpoint offers no token count")
+        return self._inner.count_tokens(request)
 
 
 class CmdHarness(HarnessBase):

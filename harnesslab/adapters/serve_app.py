@@ -23,6 +23,10 @@ Routes:
 - ``POST /v1/messages``: Anthropic's Messages API (``adapters.anthropic_wire``), the key in
   ``x-api-key`` (or ``Authorization: Bearer``); errors in Anthropic's shape, an over-window
   request 400 ``invalid_request_error`` "prompt is too long: N tokens > M maximum".
+- ``POST /v1/messages/count_tokens`` (Anthropic) and ``POST /v1/responses/input_tokens``
+  (OpenAI): the APIs' token counting endpoints, answered with the input tokens the service
+  would bill for that body (``{"input_tokens": N}``; Claude Code calls the first to manage
+  its context); no limit applies, nothing is recorded and the call numbering stays.
 - ``POST /v1/embeddings``: the OpenAI Embeddings API (``adapters.embeddings_wire``), for a
   harness whose memory retrieves by similarity: the bench's deterministic n-gram embedder,
   floats or base64, token-id input read as cl100k_base; nothing recorded.
@@ -68,7 +72,7 @@ from typing import Any
 from harnesslab.adapters import anthropic_wire, embeddings_wire, responses_wire
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
-from harnesslab.harness.base import HarnessContext
+from harnesslab.harness.base import HarnessContext, TokenCounting
 from harnesslab.harness.identity import IdentityMode, bind_identity
 from harnesslab.messages import (
     Converted,
@@ -134,6 +138,15 @@ class WireSession:
             return self.context.endpoint.call(request, purpose="reply", estimate=estimate), n
         result: tuple[Response, int] = self._locked(go)
         return result
+
+    def count(self, request: Any) -> int:
+        """The API's token count of ``request`` (``harness.base.TokenCounting``): no call, so
+        the session's call numbering stays; NotImplementedError when the endpoint has none."""
+        endpoint = self.context.endpoint
+        if not isinstance(endpoint, TokenCounting):
+            raise NotImplementedError("this session's model offers no token count")
+        n: int = self._locked(lambda: endpoint.count_tokens(request))
+        return n
 
     def tool(self, name: str, arguments: str, acting_user: str | None = None) -> ToolOutcome:
         b = bind_identity(self.identity, self.context.session.user, arguments)
@@ -378,6 +391,12 @@ def build_app(sessions: Sessions) -> Any:
         result: tuple[Response, int] = await run_in_threadpool(s.call, request, estimate)
         return result
 
+    async def count(s: WireSession, request: Request) -> int:
+        if s.inline:
+            return s.count(request)
+        n: int = await run_in_threadpool(s.count, request)
+        return n
+
     def event_stream(lines: Iterator[str]) -> HttpResponse:
         # The answer is whole before the first byte goes out, so its events go out as one body
         # with its length: a StreamingResponse (its task watching for a disconnect, a send per
@@ -485,6 +504,48 @@ def build_app(sessions: Sessions) -> Any:
         return JSONResponse(anthropic_wire.message_object(resp, id=mid, model=model))
 
     @handler
+    async def responses_count(req: HttpRequest) -> Any:
+        # POST /v1/responses/input_tokens: the body a Responses request would have (``input``
+        # may be left out), counted as the service would bill it; nothing stored or recorded.
+        s = await session_of(req)
+        body = await body_of(req)
+        if body.get("input") is None:
+            body = {**body, "input": []}
+        try:
+            items = s.stored.items(body)
+            request = responses_wire.request_from_responses(body, items=items,
+                                                            session_id=s.context.session.id)
+        except KeyError:
+            prev = body.get("previous_response_id")
+            return err(400, f"Previous response with id '{prev}' not found.",
+                       code="previous_response_not_found", param="previous_response_id")
+        except InputError as e:
+            return err(400, e.problem, param=e.field)
+        try:
+            n = await count(s, request)
+        except NotImplementedError as e:
+            return err(404, str(e), type="not_found_error")
+        return JSONResponse({"object": "response.input_tokens", "input_tokens": n})
+
+    async def messages_count(req: HttpRequest) -> Any:
+        # POST /v1/messages/count_tokens (Claude Code calls it, ``?beta=true``, to manage its
+        # context): a Messages body without ``max_tokens``, counted as the service would bill
+        # it; no limit applies (a count over the window is the harness's cue to compact).
+        s = await session_of(req)
+        body = await body_of(req)
+        try:
+            request = anthropic_wire.request_from_anthropic(
+                {**body, "max_tokens": body.get("max_tokens", 1)},
+                session_id=s.context.session.id)
+        except InputError as e:
+            return aerr(400, f"{e.field}: {e.problem}")
+        try:
+            n = await count(s, request)
+        except NotImplementedError as e:
+            return aerr(404, str(e), "not_found_error")
+        return JSONResponse({"input_tokens": n})
+
+    @handler
     async def native(req: HttpRequest) -> JSONResponse:
         s = await session_of(req)
         body = await body_of(req)
@@ -558,7 +619,10 @@ def build_app(sessions: Sessions) -> Any:
         Route("/v1/models", models, methods=["GET"]),
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
+        Route("/v1/responses/input_tokens", responses_count, methods=["POST"]),
         Route("/v1/messages", handler(messages, anthropic=True), methods=["POST"]),
+        Route("/v1/messages/count_tokens", handler(messages_count, anthropic=True),
+              methods=["POST"]),
         Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/harnesslab/v1/request", native, methods=["POST"]),
         Route("/harnesslab/tools", tools, methods=["GET"]),

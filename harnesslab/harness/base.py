@@ -8,7 +8,9 @@ A harness is handed a :class:`HarnessContext`:
   real API answers 400 (``ContextOverflowError``: too long; ``ProtocolError``: a malformed
   conversation, such as a tool result without its call). ``estimate`` is the harness's own
   belief about the request's size (``None`` when it has none); the bench records it next to
-  the true count.
+  the true count. ``count_tokens(request)`` (:class:`TokenCounting`) is the API's token
+  counting endpoint (Anthropic's ``count_tokens``, OpenAI's ``responses/input_tokens``): the
+  input tokens the service would bill for the request, nothing admitted, billed or recorded.
 - ``tools``: ``schemas()`` and ``run(name, arguments_json, acting_user)``. A failing tool is a
   result (``is_error``), never an exception. Who the tool acts for is the harness's choice:
   the verified session user, unless the harness trusts what the model passed.
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Clock", "EventSink", "Harness", "HarnessBase", "HarnessContext", "HarnessGone",
            "ModelEndpoint",
-           "Session", "StateUnsupported", "ToolExecutor", "TurnResult"]
+           "Session", "StateUnsupported", "TokenCounting", "ToolExecutor", "TurnResult"]
 
 
 class ModelEndpoint(Protocol):
@@ -64,6 +66,14 @@ class ModelEndpoint(Protocol):
 
     def call(self, request: Request, *, purpose: str = "reply",
              estimate: int | None = None) -> Response: ...
+
+
+@runtime_checkable
+class TokenCounting(Protocol):
+    """An endpoint that also counts, as the APIs' token counting endpoints do (module
+    docstring); the bench's endpoints all do, a harness's own stand-in need not."""
+
+    def count_tokens(self, request: Request) -> int: ...
 
 
 class ToolExecutor(Protocol):

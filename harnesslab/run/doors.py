@@ -22,7 +22,8 @@ from harnesslab.tokens import TokenCache
 
 
 class ModelDoor:
-    """``call`` only: the service admits and bills, the fake model answers, the record keeps it."""
+    """``call``: the service admits and bills, the fake model answers, the record keeps it;
+    and ``count_tokens``, the API's token counting endpoint."""
 
     __slots__ = ("__endpoint",)
 
@@ -32,6 +33,10 @@ class ModelDoor:
     def call(self, request: Request, *, purpose: str = "reply",
              estimate: int | None = None) -> Response:
         return self.__endpoint.call(request, purpose=purpose, estimate=estimate)
+
+    def count_tokens(self, request: Request) -> int:
+        """The API's token count (``harness.base.TokenCounting``): nothing recorded."""
+        return self.__endpoint.count_tokens(request)
 
 
 class ToolDoor:

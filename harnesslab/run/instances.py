@@ -33,6 +33,7 @@ from harnesslab.harness.base import (
     HarnessContext,
     ModelEndpoint,
     StateUnsupported,
+    TokenCounting,
     TurnResult,
 )
 from harnesslab.messages import Request, Response
@@ -75,6 +76,12 @@ class KillDoor:
                 self.__left = None
                 raise InstanceKilled
         return self.__inner.call(request, purpose=purpose, estimate=estimate)
+
+    def count_tokens(self, request: Request) -> int:
+        """The inner door's token count (a count is no call: it never kills)."""
+        if not isinstance(self.__inner, TokenCounting):
+            raise NotImplementedError("this endpoint offers no token count")
+        return self.__inner.count_tokens(request)
 
 
 @dataclass

@@ -104,6 +104,12 @@ class Endpoint:
         return self.service.count_aside(replace(request,
                                                 messages=self.same.messages(request.messages)))
 
+    def count_tokens(self, request: Request) -> int:
+        """What the APIs' token counting endpoints answer: the input tokens the service would
+        bill for ``request``; nothing admitted (no limit, no protocol check), billed or
+        recorded, and the next call in sequence still counts only its new messages."""
+        return self.count_aside(request)
+
     def call(self, request: Request, *, purpose: str = "reply",
              estimate: int | None = None) -> Response:
         """Admit, answer, record. Raises ProtocolError or ContextOverflowError (both
