@@ -25,6 +25,9 @@ Responses -> Request (``request_from_responses``), one bench message per input i
   (``adapters.tool_choice``; the fake model obeys it), and ``text.format`` of type
   ``json_schema`` or ``json_object`` (structured outputs) as ``("response_format", ...)`` in
   Chat Completions' spelling (``adapters.output_format``: the fake model answers in the schema).
+  ``truncation: "auto"`` is kept as ``("truncation", "auto")``: the service then drops input
+  items from the beginning of the conversation until the request fits, as the API documents
+  (``sim.service.SimulatedService.fit``), where ``disabled`` (the default) is a 400.
 
 ``previous_response_id`` (with ``store``, true unless said false) is the server's business:
 the input of the response it names, then that response's output, then this ``input``
@@ -53,6 +56,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harnesslab.adapters.conversations_wire import conversation_id
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
 from harnesslab.adapters.output_format import format_from_responses, format_of
 from harnesslab.adapters.tool_choice import choice_from_responses, choice_of
@@ -227,11 +231,15 @@ def request_from_responses(body: Mapping[str, Any], *, items: list[Any] | None =
                                or budget < 1):
         raise InputError(f"expected a positive integer, got {budget!r}",
                          field="max_output_tokens")
+    truncation = body.get("truncation")
+    if truncation not in (None, "auto", "disabled"):
+        raise InputError(f"must be 'auto' or 'disabled', got {truncation!r}", field="truncation")
     tools = tuple(s for k, t in enumerate(tools_raw) for s in _tools(t, k))
     return Request(system=system, messages=messages, tools=tools,
                    output_budget=budget, session_id=session_id,
                    meta=format_from_responses(body)
-                   + choice_from_responses(body.get("tool_choice"), [t.name for t in tools]))
+                   + choice_from_responses(body.get("tool_choice"), [t.name for t in tools])
+                   + ((("truncation", "auto"),) if truncation == "auto" else ()))
 
 
 # --- Request -> Responses ----------------------------------------------------------------------
@@ -321,6 +329,8 @@ def request_to_responses(r: Request, *, model: str = "harnesslab") -> dict[str, 
         body["text"] = {"format": _flat_format(fmt)}
     if r.output_budget is not None:
         body["max_output_tokens"] = r.output_budget
+    if r.stated("truncation") == "auto":
+        body["truncation"] = "auto"
     return body
 
 
@@ -375,6 +385,8 @@ def response_object(resp: Response | None, body: Mapping[str, Any], *, id: str, 
         "output": output_items(resp, id=id, body=body) if resp is not None else [],
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
         "previous_response_id": body.get("previous_response_id"),
+        "conversation": {"id": conversation_id(body["conversation"])}
+        if body.get("conversation") is not None else None,
         "reasoning": {"effort": None, "summary": None},
         "store": body.get("store", True) is not False,
         "temperature": body.get("temperature", 1.0),

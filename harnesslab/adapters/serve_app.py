@@ -27,6 +27,11 @@ Routes:
   (OpenAI): the APIs' token counting endpoints, answered with the input tokens the service
   would bill for that body (``{"input_tokens": N}``; Claude Code calls the first to manage
   its context); no limit applies, nothing is recorded and the call numbering stays.
+- ``/v1/conversations`` (create; ``/{id}`` get, update, delete; ``/{id}/items`` list, add;
+  ``/{id}/items/{item}`` get, delete): OpenAI's Conversations API
+  (``adapters.conversations_wire``), a session's own; ``conversation`` on a Responses request
+  continues one (mutually exclusive with ``previous_response_id``), and its input and output
+  are added once answered.
 - ``POST /v1/embeddings``: the OpenAI Embeddings API (``adapters.embeddings_wire``), for a
   harness whose memory retrieves by similarity: the bench's deterministic n-gram embedder,
   floats or base64, token-id input read as cl100k_base; nothing recorded.
@@ -70,6 +75,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harnesslab.adapters import anthropic_wire, embeddings_wire, responses_wire
+from harnesslab.adapters.conversations_wire import (
+    ConversationNotFound,
+    Conversations,
+    conversation_id,
+)
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
 from harnesslab.harness.base import HarnessContext, TokenCounting
@@ -120,6 +130,15 @@ class WireSession:
     converted: Converted = field(default_factory=Converted)
     converted_anthropic: Converted = field(default_factory=Converted)
     sent: Sent = field(default_factory=Sent)
+    # The Conversations API's conversations (adapters.conversations_wire), made at first use.
+    _conversations: Conversations | None = None
+
+    def conversations(self) -> Conversations:
+        if self._conversations is None:
+            self._conversations = Conversations(
+                self.context.session.id,
+                lambda items: responses_wire.request_from_responses({"input": items}))
+        return self._conversations
 
     def _locked(self, fn: Callable[[], Any]) -> Any:
         with self.lock:
@@ -446,23 +465,43 @@ def build_app(sessions: Sessions) -> Any:
             return event_stream(events())
         return JSONResponse(completion(resp, id=cid, created=created, model=model))
 
+    def responses_request(s: WireSession, body: dict[str, Any]
+                          ) -> tuple[list[Any], Request, str | None]:
+        """The items a Responses body continues (``previous_response_id`` over the session's
+        stored responses, or ``conversation`` over its conversations) and its request, and
+        the conversation's id; Refused as the API refuses them."""
+        cid = None
+        try:
+            if body.get("conversation") is not None:
+                if body.get("previous_response_id") is not None:
+                    raise Refused(400, "Mutually exclusive parameters: Ensure you are only "
+                                  "providing one of: 'previous_response_id' or "
+                                  "'conversation'.", param="conversation")
+                cid = conversation_id(body["conversation"])
+                prior = s.conversations().items_of(cid)
+            items = s.stored.items(body)
+        except ConversationNotFound as e:
+            raise Refused(404, e.message, param="conversation") from None
+        except KeyError:
+            prev = body.get("previous_response_id")
+            raise Refused(400, f"Previous response with id '{prev}' not found.",
+                          code="previous_response_not_found",
+                          param="previous_response_id") from None
+        except InputError as e:
+            raise Refused(400, e.problem, param=e.field) from None
+        if cid is not None:
+            items = [*prior, *items]
+        try:
+            return items, responses_wire.request_from_responses(
+                body, items=items, session_id=s.context.session.id), cid
+        except InputError as e:
+            raise Refused(400, e.problem, param=e.field) from None
+
     @handler
     async def responses(req: HttpRequest) -> Any:
         s = await session_of(req)
         body = await body_of(req)
-        try:
-            items = s.stored.items(body)
-        except KeyError:
-            prev = body.get("previous_response_id")
-            return err(400, f"Previous response with id '{prev}' not found.",
-                       code="previous_response_not_found", param="previous_response_id")
-        except InputError as e:
-            return err(400, e.problem, param=e.field)
-        try:
-            request = responses_wire.request_from_responses(body, items=items,
-                                                            session_id=s.context.session.id)
-        except InputError as e:
-            return err(400, e.problem, param=e.field)
+        items, request, cid = responses_request(s, body)
         try:
             resp, n = await call(s, request)
         except ContextOverflowError as e:
@@ -477,6 +516,9 @@ def build_app(sessions: Sessions) -> Any:
         created = int(s.context.clock.now().timestamp())
         rid = f"{s.context.session.id}_{n}"
         s.stored.store(body, items, resp, id=rid)
+        if cid is not None:
+            s.conversations().answered(cid, responses_wire.input_items(body),
+                                       responses_wire.output_items(resp, id=rid, body=body))
         if body.get("stream") is True:
             return sse(responses_wire.stream_events(resp, body, id=rid, created=created,
                                                     model=model), named=True)
@@ -503,6 +545,51 @@ def build_app(sessions: Sessions) -> Any:
             return sse(anthropic_wire.stream_events(resp, id=mid, model=model), named=True)
         return JSONResponse(anthropic_wire.message_object(resp, id=mid, model=model))
 
+    def on_conversations(s: WireSession, op: Callable[[Conversations], dict[str, Any]]
+                         ) -> JSONResponse:
+        try:
+            return JSONResponse(op(s.conversations()))
+        except ConversationNotFound as e:
+            return err(404, e.message)
+        except InputError as e:
+            return err(400, e.problem, param=e.field)
+
+    @handler
+    async def conversations(req: HttpRequest) -> JSONResponse:
+        s = await session_of(req)
+        body = await body_of(req)
+        created = int(s.context.clock.now().timestamp())
+        return on_conversations(s, lambda c: c.create(body, created=created))
+
+    @handler
+    async def conversation(req: HttpRequest) -> JSONResponse:
+        s = await session_of(req)
+        cid = req.path_params["cid"]
+        if req.method == "GET":
+            return on_conversations(s, lambda c: c.get(cid))
+        if req.method == "DELETE":
+            return on_conversations(s, lambda c: c.delete(cid))
+        body = await body_of(req)
+        return on_conversations(s, lambda c: c.update(cid, body))
+
+    @handler
+    async def conversation_items(req: HttpRequest) -> JSONResponse:
+        s = await session_of(req)
+        cid = req.path_params["cid"]
+        if req.method == "GET":
+            query = dict(req.query_params)
+            return on_conversations(s, lambda c: c.list_items(cid, query))
+        body = await body_of(req)
+        return on_conversations(s, lambda c: c.add(cid, body))
+
+    @handler
+    async def conversation_item(req: HttpRequest) -> JSONResponse:
+        s = await session_of(req)
+        cid, item = req.path_params["cid"], req.path_params["item"]
+        if req.method == "GET":
+            return on_conversations(s, lambda c: c.item(cid, item))
+        return on_conversations(s, lambda c: c.delete_item(cid, item))
+
     @handler
     async def responses_count(req: HttpRequest) -> Any:
         # POST /v1/responses/input_tokens: the body a Responses request would have (``input``
@@ -511,16 +598,7 @@ def build_app(sessions: Sessions) -> Any:
         body = await body_of(req)
         if body.get("input") is None:
             body = {**body, "input": []}
-        try:
-            items = s.stored.items(body)
-            request = responses_wire.request_from_responses(body, items=items,
-                                                            session_id=s.context.session.id)
-        except KeyError:
-            prev = body.get("previous_response_id")
-            return err(400, f"Previous response with id '{prev}' not found.",
-                       code="previous_response_not_found", param="previous_response_id")
-        except InputError as e:
-            return err(400, e.problem, param=e.field)
+        _, request, _ = responses_request(s, body)
         try:
             n = await count(s, request)
         except NotImplementedError as e:
@@ -620,6 +698,11 @@ def build_app(sessions: Sessions) -> Any:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/v1/responses/input_tokens", responses_count, methods=["POST"]),
+        Route("/v1/conversations", conversations, methods=["POST"]),
+        Route("/v1/conversations/{cid}", conversation, methods=["GET", "POST", "DELETE"]),
+        Route("/v1/conversations/{cid}/items", conversation_items, methods=["GET", "POST"]),
+        Route("/v1/conversations/{cid}/items/{item}", conversation_item,
+              methods=["GET", "DELETE"]),
         Route("/v1/messages", handler(messages, anthropic=True), methods=["POST"]),
         Route("/v1/messages/count_tokens", handler(messages_count, anthropic=True),
               methods=["POST"]),

@@ -117,18 +117,25 @@ class Endpoint:
         request = self.same.request(request)
         self.calls += 1
         n = self.calls
+        # The server's own truncation (Responses ``truncation: "auto"``): the model sees, and
+        # the record keeps, the request as truncated, with how many messages were dropped.
+        cut: dict[str, int] = {}
+        if request.meta and request.stated("truncation") == "auto":
+            request, dropped = self.service.fit(request)
+            cut = {"truncated": dropped} if dropped else {}
         try:
             usage = self.service.admit(request)
         except ProtocolError as e:
             self.sink.emit({"type": "protocol_error", "call": n, "purpose": purpose,
-                            "request": request, "estimate": estimate, "problem": e.problem})
+                            "request": request, "estimate": estimate, "problem": e.problem,
+                            **cut})
             raise
         except ContextOverflowError as e:
             d = e.detail
             self.sink.emit({"type": "overflow", "call": n, "purpose": purpose,
                             "request": request, "estimate": estimate,
                             "true_input": d.true_input, "planned_output": d.planned_output,
-                            "limit_name": d.limit_name, "limit": d.limit})
+                            "limit_name": d.limit_name, "limit": d.limit, **cut})
             raise
         try:
             reply = self.model.reply(request)
@@ -147,7 +154,7 @@ class Endpoint:
         self.sink.emit({"type": "model_call", "call": n, "purpose": purpose, "request": request,
                         "estimate": estimate, "true_input": usage.input_tokens,
                         "planned_output": usage.planned_output, "output_tokens": output_tokens,
-                        "reply": reply.blocks, "annotations": dict(reply.annotations)})
+                        "reply": reply.blocks, "annotations": dict(reply.annotations), **cut})
         return Response(tuple(_decoded(b) for b in reply.blocks), usage.input_tokens,
                         output_tokens)
 

@@ -26,7 +26,7 @@ the profile's ``default_output`` when the harness sends none.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -206,6 +206,30 @@ class SimulatedService:
     def planned_output(self, request: Request) -> int:
         return self.profile.default_output if request.output_budget is None \
             else request.output_budget
+
+    def fit(self, request: Request) -> tuple[Request, int]:
+        """The Responses API's ``truncation: "auto"``: ``request`` with messages dropped from
+        the beginning of the conversation until its input and planned output fit the window
+        and the input limit (the API subtracts the output allowance from the input limit); a
+        tool result left at the head without its call goes with it. Returns the request and
+        how many messages were dropped (0: it fit as it was). The last message stays: a
+        request that does not fit even so is rejected by :meth:`admit`, as with ``disabled``."""
+        p = self.profile
+        limit = min(p.window - self.planned_output(request), p.max_input)
+        c = self._counter
+        finalize = c.rule.finalize
+        head = c.head_units(request.system, request.summary, request.tools)
+        units = [c.message_units(m) for m in request.messages]
+        total = sum(units)
+        msgs = request.messages
+        k = 0
+        while k < len(msgs) - 1 and finalize(head + total) > limit:
+            total -= units[k]
+            k += 1
+            while k < len(msgs) - 1 and msgs[k].role == "tool":
+                total -= units[k]
+                k += 1
+        return (request, 0) if k == 0 else (replace(request, messages=msgs[k:]), k)
 
     def admit(self, request: Request) -> Usage:
         """Return the true usage, or raise ProtocolError for a request that breaks the chat

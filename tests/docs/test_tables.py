@@ -61,14 +61,15 @@ def served_wires() -> set[str]:
 
     app = build_app(Sessions())
     # Every POST route takes a model call but the tools' (POST /harnesslab/tools/NAME runs a
-    # tool), the embeddings' and the token counts' (no model call, nothing recorded); GET
+    # tool), the embeddings', the token counts' and the conversations' (no model call); GET
     # routes list models and tools and tell the time: serve.md's, as the embeddings and counts.
     return {f"POST {r.path}" for r in app.routes if isinstance(r, Route)
             and "POST" in (r.methods or ()) and not r.path.startswith("/harnesslab/tools")
             and r.path not in NOT_CALLS}
 
 
-NOT_CALLS = {"/v1/embeddings", "/v1/messages/count_tokens", "/v1/responses/input_tokens"}
+NOT_CALLS = {"/v1/embeddings", "/v1/messages/count_tokens", "/v1/responses/input_tokens",
+             "/v1/conversations", "/v1/conversations/{cid}", "/v1/conversations/{cid}/items"}
 
 
 def test_the_wires_table_lists_every_route_that_takes_a_model_call() -> None:

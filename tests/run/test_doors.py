@@ -34,7 +34,7 @@ def _reachable(obj: Any) -> set[str]:
 
 def test_each_door_offers_only_its_methods() -> None:
     ctx, _, _ = _context()
-    assert _reachable(ctx.endpoint) == {"call"}
+    assert _reachable(ctx.endpoint) == {"call", "count_tokens"}  # as the APIs offer
     assert _reachable(ctx.tools) == {"schemas", "run"}
     assert _reachable(ctx.clock) == {"now"}
     assert _reachable(ctx.sink) == {"emit"}
@@ -48,6 +48,16 @@ def test_the_clock_reads_but_cannot_move() -> None:
     assert isinstance(ctx.clock.now(), datetime)
     with pytest.raises(AttributeError):
         ctx.clock.advance  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_a_count_is_the_true_input_of_the_call_and_not_recorded() -> None:
+    ctx, sink, _ = _context()
+    r = Request("sys", (Message.text("user", "帮我查订单 O-1001"),))
+    n = ctx.endpoint.count_tokens(r)  # type: ignore[attr-defined]
+    assert sink.events == []
+    ctx.endpoint.call(r, estimate=None)
+    assert [e["type"] for e in sink.events] == ["model_call"]
+    assert sink.events[0]["true_input"] == n
 
 
 def test_tool_runs_and_model_calls_are_recorded_by_the_bench() -> None:

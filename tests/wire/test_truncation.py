@@ -1,0 +1,85 @@
+"""The Responses API's ``truncation: "auto"``: the server drops input items from the beginning
+of the conversation until the request fits (``sim.service.SimulatedService.fit``), where
+``disabled`` (the default) is a 400. A harness that leaves its context to the server is
+measured on what the model then sees, never refused for what the real API would have
+truncated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harnesslab.errors import ContextOverflowError
+from harnesslab.messages import Message, Request, ToolCallBlock, ToolResultBlock
+from harnesslab.record.format import Record
+from harnesslab.sim.service import SimulatedService, get_profile
+from tests.markers import needs_tokenizers_extra
+from tests.wire.support import Q1, serving
+
+pytestmark = needs_tokenizers_extra
+
+TIGHT = {"service.window": 400, "service.max_output": 100, "service.default_output": 100}
+LONG = "这是一段很长的历史记录，用来填满上下文窗口。" * 6
+
+
+def _service(window: int) -> SimulatedService:
+    return SimulatedService(get_profile("openai-128k").with_overrides(
+        window=window, max_output=50, default_output=50))
+
+
+def _conversation() -> tuple[Message, ...]:
+    call = ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}')
+    return (Message.text("user", LONG),
+            Message("assistant", (call,)),
+            Message("tool", (ToolResultBlock("c1", "track_order", LONG),)),
+            Message.text("assistant", LONG),
+            Message.text("user", Q1))
+
+
+def test_fit_drops_from_the_beginning_and_never_leaves_a_result_without_its_call() -> None:
+    roomy, tight = _service(100_000), _service(200)
+    r = Request(system="你是客服。", messages=_conversation())
+    same, none = roomy.fit(r)
+    cut, k = tight.fit(r)
+    assert same is r and none == 0  # the control: it fits, nothing is dropped
+    assert k == 3 and [m.role for m in cut.messages] == ["assistant", "user"]
+    assert tight.count_input(cut) + 50 <= 200 < tight.count_input(r) + 50
+    # Two messages would not fit; the tool result that would then lead goes with its call.
+    middle = _service(tight.count_input(Request(system="你是客服。",
+                                                messages=r.messages[2:])) + 50)
+    cut2, k2 = middle.fit(r)
+    assert k2 == 3 and cut2.messages[0].role != "tool"
+
+
+def test_the_last_message_stays_and_too_long_is_still_refused() -> None:
+    s = _service(120)
+    r = Request(system="", messages=(Message.text("user", "x"), Message.text("user", LONG * 3)))
+    cut, k = s.fit(r)
+    assert k == 1 and cut.messages == r.messages[1:]
+    with pytest.raises(ContextOverflowError):
+        s.admit(cut)
+
+
+def test_auto_is_answered_where_disabled_is_refused_and_the_record_says_so(tmp_path: Path) -> None:
+    openai = pytest.importorskip("openai")
+    with serving(tmp_path, cli_set=TIGHT) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="k", max_retries=0)
+        history = [{"role": "user", "content": LONG * 2},
+                   {"role": "assistant", "content": LONG * 2}, {"role": "user", "content": Q1}]
+        with pytest.raises(openai.BadRequestError) as e:
+            client.responses.create(model="m", input=history)
+        kept = client.responses.create(model="m", input=history, truncation="auto")
+        with pytest.raises(openai.BadRequestError) as bad:
+            client.responses.create(model="m", input=Q1, truncation="middle")
+    assert e.value.code == "context_length_exceeded"
+    assert "O-1001" in kept.output_text and kept.truncation == "auto"
+    rec = Record.load(tmp_path / "session1.jsonl")
+    overflow, = rec.of_type("overflow")
+    call, = rec.of_type("model_call")
+    assert "truncated" not in overflow and call["truncated"] == 1
+    seen = rec.request(call["request"])  # the oldest item went, no more than needed
+    assert [m.role for m in seen.messages] == ["assistant", "user"]
+    assert seen.stated("truncation") == "auto"
+    assert call["true_input"] + call["planned_output"] <= 400
+    assert bad.value.param == "truncation" and "'middle'" in str(bad.value)
