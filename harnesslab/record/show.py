@@ -69,6 +69,9 @@ def show_call(rec: Record, n: int) -> str:
     lines.append("system:\n  " + req.system)
     if req.summary:
         lines.append("summary:\n  " + req.summary.replace("\n", "\n  "))
+    if e.get("truncated"):
+        lines.append(f"the server truncated the request (truncation auto): {e['truncated']} "
+                     "of the messages sent were dropped, from the beginning")
     lines.append(f"messages ({len(req.messages)}):")
     lines += [_message(i, m) for i, m in enumerate(req.messages)]
     lines.append("tools: " + ", ".join(t.name for t in req.tools))

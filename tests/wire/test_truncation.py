@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harnesslab.cli import main
 from harnesslab.errors import ContextOverflowError
 from harnesslab.messages import Message, Request, ToolCallBlock, ToolResultBlock
 from harnesslab.record.format import Record
@@ -61,7 +62,8 @@ def test_the_last_message_stays_and_too_long_is_still_refused() -> None:
         s.admit(cut)
 
 
-def test_auto_is_answered_where_disabled_is_refused_and_the_record_says_so(tmp_path: Path) -> None:
+def test_auto_is_answered_where_disabled_is_refused_and_the_record_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     openai = pytest.importorskip("openai")
     with serving(tmp_path, cli_set=TIGHT) as (url, _):
         client = openai.OpenAI(base_url=url, api_key="k", max_retries=0)
@@ -83,3 +85,7 @@ def test_auto_is_answered_where_disabled_is_refused_and_the_record_says_so(tmp_p
     assert seen.stated("truncation") == "auto"
     assert call["true_input"] + call["planned_output"] <= 400
     assert bad.value.param == "truncation" and "'middle'" in str(bad.value)
+    assert main(["show", str(tmp_path / "session1.jsonl"), "--call", "2"]) == 0
+    assert "auto): 1 of the messages sent were dropped" in capsys.readouterr().out
+    assert main(["show", str(tmp_path / "session1.jsonl"), "--call", "1"]) == 0
+    assert "dropped" not in capsys.readouterr().out  # the control: the refused one was whole
