@@ -18,7 +18,11 @@ Anthropic -> Request (``request_from_anthropic``):
   is the output budget; a ``tool_choice`` other than ``auto`` is kept as the request's
   ``("tool_choice", ...)`` meta (``adapters.tool_choice``; the fake model obeys it), and
   ``output_config.format`` (structured outputs) as ``("response_format", ...)``
-  (``adapters.output_format``: the fake model answers in the schema).
+  (``adapters.output_format``: the fake model answers in the schema). Of
+  ``context_management`` (the server's context editing), ``clear_thinking_20251015`` is
+  done as the API does it (``keep`` ``"all"``, as Claude Code sends it, changes nothing;
+  ``thinking_turns`` N keeps the thinking blocks of the latest N assistant messages that
+  have any); any other edit is a 400 (``adapters.server_side``).
 
 Request -> Anthropic (``request_to_anthropic``) writes the **normal form**: a message whose
 content is exactly one text block is a string, anything else a list of blocks; a
@@ -40,8 +44,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
+from harnesslab.adapters import server_side
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
 from harnesslab.adapters.output_format import format_from_anthropic, format_of
 from harnesslab.adapters.tool_choice import choice_from_anthropic, choice_of
@@ -180,6 +186,8 @@ def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "",
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise InputError("expected a non-empty list of messages", field="messages")
+    server_side.refuse_unsimulated(body, server_side.ANTHROPIC)
+    kept = server_side.thinking_kept(body)
     converted = (last or Converted()).messages(raw, 0, _message)
     tools_raw = body.get("tools") or []
     if not isinstance(tools_raw, list):
@@ -187,13 +195,32 @@ def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "",
     tools = last.tools(tools_raw) if last is not None else None
     if tools is None:
         tools = tuple(_tool(t, k) for k, t in enumerate(tools_raw))
-    request = Request(system=_system(body.get("system")), messages=tuple(converted),
+    messages = tuple(converted) if kept is None else _thinking_cleared(converted, kept)
+    request = Request(system=_system(body.get("system")), messages=messages,
                       tools=tools, output_budget=budget, session_id=session_id,
                       meta=format_from_anthropic(body)
                       + choice_from_anthropic(body.get("tool_choice"), [t.name for t in tools]))
     if last is not None:
         last.keep(raw, converted, tools_raw, tools)
     return request
+
+
+def _thinking_cleared(messages: list[Message], kept: int) -> tuple[Message, ...]:
+    """The server's ``clear_thinking_20251015`` edit: thinking blocks stay in the latest
+    ``kept`` assistant messages that have any and go from the earlier ones (a message left
+    with nothing goes too)."""
+    having = [i for i, m in enumerate(messages) if m.role == "assistant"
+              and any(isinstance(b, ThinkingBlock) for b in m.content)]
+    cleared = set(having[:-kept]) if len(having) > kept else set()
+    out = []
+    for i, m in enumerate(messages):
+        if i in cleared:
+            rest = tuple(b for b in m.content if not isinstance(b, ThinkingBlock))
+            if not rest:
+                continue
+            m = replace(m, content=rest)
+        out.append(m)
+    return tuple(out)
 
 
 # --- Request -> Anthropic ----------------------------------------------------------------------

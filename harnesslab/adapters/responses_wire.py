@@ -56,6 +56,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harnesslab.adapters import server_side
 from harnesslab.adapters.conversations_wire import conversation_id
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
 from harnesslab.adapters.output_format import format_from_responses, format_of
@@ -231,6 +232,7 @@ def request_from_responses(body: Mapping[str, Any], *, items: list[Any] | None =
                                or budget < 1):
         raise InputError(f"expected a positive integer, got {budget!r}",
                          field="max_output_tokens")
+    server_side.refuse_unsimulated(body, server_side.RESPONSES)
     truncation = body.get("truncation")
     if truncation not in (None, "auto", "disabled"):
         raise InputError(f"must be 'auto' or 'disabled', got {truncation!r}", field="truncation")

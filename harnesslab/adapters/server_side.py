@@ -1,0 +1,83 @@
+"""What the simulated service does not do of an API's server-side context management, refused
+with a 400 naming the parameter instead of ignored: ignored, the harness would believe the
+server edits its context while the model saw it unedited, and an overflow or a forgotten fact
+would be blamed on the harness for what the bench left undone.
+
+What is simulated is read by the wires themselves: ``truncation: "auto"`` and
+``conversation`` (Responses), ``previous_response_id``, the token counts, and of Anthropic's
+``context_management`` the ``clear_thinking_20251015`` edit (:func:`thinking_kept`; Claude
+Code sends it with every request); its other edits are refused here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harnesslab.errors import InputError
+
+__all__ = ["ANTHROPIC", "RESPONSES", "refuse_unsimulated", "thinking_kept"]
+
+ANTHROPIC = {
+    "mcp_servers": "tools the server runs itself (the MCP connector)",
+}
+RESPONSES = {
+    "context_management": "server-side compaction",
+    "prompt": "prompts stored on the server (a reusable prompt's instructions)",
+}
+
+
+def refuse_unsimulated(body: Mapping[str, Any], params: Mapping[str, str]) -> None:
+    """InputError naming the first of ``params`` the body sets (not null, not empty)."""
+    for key, what in params.items():
+        if body.get(key) not in (None, [], {}):
+            raise InputError(f"harnesslab does not simulate {what}: the model would see a "
+                             "context the API had changed; leave it out and manage the context "
+                             "in the harness, or test against the real API", field=key)
+
+
+_CLEAR_THINKING = "clear_thinking_20251015"
+
+
+def thinking_kept(body: Mapping[str, Any]) -> int | None:
+    """Of an Anthropic body's ``context_management``, how many of the latest assistant turns
+    keep their thinking blocks (None: all, as without the edit): ``clear_thinking_20251015``
+    with ``keep`` ``"all"`` or ``{"type": "thinking_turns", "value": N}`` (1 when left out),
+    which the API accepts only with ``thinking`` enabled or adaptive. Any other edit is
+    refused (:func:`refuse_unsimulated`'s reason), as is a shape the API refuses."""
+    cm = body.get("context_management")
+    if cm is None:
+        return None
+    f = "context_management"
+    if not isinstance(cm, Mapping):
+        raise InputError("expected an object", field=f)
+    for key in cm:
+        if key != "edits":
+            raise InputError("Extra inputs are not permitted", field=f"{f}.{key}")
+    edits = cm.get("edits") or []
+    if not isinstance(edits, list):
+        raise InputError("expected a list", field=f"{f}.edits")
+    kept: int | None = None
+    for i, e in enumerate(edits):
+        at = f"{f}.edits[{i}]"
+        kind = e.get("type") if isinstance(e, Mapping) else None
+        if kind != _CLEAR_THINKING:
+            raise InputError(f"harnesslab does not simulate the context edit {kind!r} (only "
+                             f"{_CLEAR_THINKING}): the model would see a context the API had "
+                             "changed; leave it out and manage the context in the harness, or "
+                             "test against the real API", field=f"{at}.type")
+        thinking = body.get("thinking")
+        if not isinstance(thinking, Mapping) or thinking.get("type") not in ("enabled",
+                                                                            "adaptive"):
+            raise InputError(f"`{_CLEAR_THINKING}` strategy requires `thinking` to be enabled "
+                             "or adaptive", field=at)
+        keep = e.get("keep", {"type": "thinking_turns", "value": 1})
+        if keep == "all":
+            continue
+        if not (isinstance(keep, Mapping) and keep.get("type") == "thinking_turns"
+                and isinstance(keep.get("value"), int) and not isinstance(keep["value"], bool)
+                and keep["value"] >= 1):
+            raise InputError("expected \"all\" or {\"type\": \"thinking_turns\", \"value\": N}",
+                             field=f"{at}.keep")
+        kept = keep["value"] if kept is None else min(kept, keep["value"])
+    return kept
