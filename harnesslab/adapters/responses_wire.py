@@ -52,6 +52,8 @@ reply's text (when there is any), then one ``function_call`` item per tool call;
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -155,6 +157,12 @@ def _item(d: Any, i: int, names: dict[str, str]) -> Message:
         output: str | tuple[Part, ...] = out if isinstance(out, str) else \
             _parts(out, _where(i, ".output"))
         return Message("tool", (ToolResultBlock(cid, names.get(cid, ""), output),), id=iid)
+    if kind == "compaction":
+        handed = compaction_summary(d.get("encrypted_content"))
+        if handed is None:
+            raise InputError("The encrypted content could not be decrypted or parsed: not a "
+                             "compaction this server made", field=_where(i, ".encrypted_content"))
+        return Message("user", (TextBlock(SUMMARY_BRIDGE + handed),), id=iid)
     if kind == "reasoning":
         summary = d.get("summary") or []
         if not isinstance(summary, list) or not all(
@@ -162,7 +170,8 @@ def _item(d: Any, i: int, names: dict[str, str]) -> Message:
             raise InputError("expected a list of summary_text parts", field=_where(i, ".summary"))
         return Message("assistant", tuple(ThinkingBlock(s["text"]) for s in summary), id=iid)
     raise InputError(f"unsupported input item type {kind!r}; expected one of message, "
-                     "function_call, function_call_output, reasoning", field=_where(i, ".type"))
+                     "function_call, function_call_output, reasoning, compaction",
+                     field=_where(i, ".type"))
 
 
 def _tools(t: Any, k: int) -> list[ToolSchema]:
@@ -336,6 +345,60 @@ def request_to_responses(r: Request, *, model: str = "harnesslab") -> dict[str, 
     return body
 
 
+# --- server-side compaction (POST /v1/responses/compact) ----------------------------------------
+
+# The server's compaction pass asks the model, over the whole input, in the words of Codex's
+# own compaction prompt (codex-rs compact/prompt.md, Apache-2.0), and the summary comes back
+# into a later request behind Codex's bridge: the API's productised form of Codex's local
+# compaction. The fake model reads both as Codex's (tests/sim/corpus/codex.json).
+COMPACTION_PROMPT = (
+    "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another "
+    "LLM that will resume the task.\n\nInclude:\n- Current progress and key decisions made\n"
+    "- Important context, constraints, or user preferences\n- What remains to be done (clear "
+    "next steps)\n- Any critical data, examples, or references needed to continue\n\nBe "
+    "concise, structured, and focused on helping the next LLM seamlessly continue the work.\n")
+SUMMARY_BRIDGE = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by that "
+    "language model. Use this to build on the work that has already been done and avoid "
+    "duplicating work. Here is the summary produced by the other language model, use the "
+    "information in this summary to assist with your own analysis:\n")
+_SEALED = "harnesslab-compaction-v1:"
+
+
+def compaction_item(summary: str, *, id: str) -> dict[str, Any]:
+    """The ``compaction`` item carrying ``summary``: opaque to the client, as the API's
+    encrypted content is, and read back only by this server (:func:`compaction_summary`)."""
+    sealed = base64.urlsafe_b64encode((_SEALED + summary).encode("utf-8")).decode("ascii")
+    return {"id": id, "type": "compaction", "encrypted_content": sealed}
+
+
+def compaction_summary(raw: Any) -> str | None:
+    """The summary a compaction item of this server carries; None for anything else."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        text = base64.urlsafe_b64decode(raw.encode("ascii")).decode("utf-8")
+    except (ValueError, binascii.Error, UnicodeError):
+        return None
+    return text[len(_SEALED):] if text.startswith(_SEALED) else None
+
+
+def compacted_output(items: list[Any], summary: str, *, id: str) -> list[dict[str, Any]]:
+    """What the compact endpoint answers: every user message of ``items``, in order (given an
+    id where it had none, string content as one ``input_text`` part), then one compaction
+    item."""
+    out: list[dict[str, Any]] = []
+    for k, x in enumerate(items):
+        if isinstance(x, Mapping) and x.get("type", "message") == "message" \
+                and x.get("role") == "user":
+            item = {"id": f"msg_{id}_{k}", **_normal(x), "status": "completed"}
+            if isinstance(item.get("content"), str):  # as the API returns an input message
+                item["content"] = [{"type": "input_text", "text": item["content"]}]
+            out.append(item)
+    return [*out, compaction_item(summary, id=f"cmp_{id}")]
+
+
 def _normal(item: Any) -> Any:
     """An input item as ``request_to_responses`` writes it (the easy form's missing
     ``type``), so stored conversations compare and resend in one form."""
@@ -365,7 +428,7 @@ def output_items(resp: Response, *, id: str,
     return out
 
 
-def _usage(resp: Response) -> dict[str, Any]:
+def usage_object(resp: Response) -> dict[str, Any]:
     return {"input_tokens": resp.input_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": resp.output_tokens,
@@ -398,7 +461,7 @@ def response_object(resp: Response | None, body: Mapping[str, Any], *, id: str, 
         "tools": body.get("tools") or [],
         "top_p": body.get("top_p", 1.0),
         "truncation": body.get("truncation", "disabled"),
-        "usage": _usage(resp) if resp is not None else None,
+        "usage": usage_object(resp) if resp is not None else None,
         "user": None, "metadata": body.get("metadata") or {},
     }
 

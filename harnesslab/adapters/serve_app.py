@@ -27,6 +27,10 @@ Routes:
   (OpenAI): the APIs' token counting endpoints, answered with the input tokens the service
   would bill for that body (``{"input_tokens": N}``; Claude Code calls the first to manage
   its context); no limit applies, nothing is recorded and the call numbering stays.
+- ``POST /v1/responses/compact``: the server's compaction (``responses_wire``): one model
+  call over the input with Codex's compaction prompt, recorded as any call, answered with the
+  input's user messages and one ``compaction`` item (opaque) that a later request's input
+  carries back as the summary, behind Codex's bridge.
 - ``/v1/conversations`` (create; ``/{id}`` get, update, delete; ``/{id}/items`` list, add;
   ``/{id}/items/{item}`` get, delete): OpenAI's Conversations API
   (``adapters.conversations_wire``), a session's own; ``conversation`` on a Responses request
@@ -545,6 +549,41 @@ def build_app(sessions: Sessions) -> Any:
             return sse(anthropic_wire.stream_events(resp, id=mid, model=model), named=True)
         return JSONResponse(anthropic_wire.message_object(resp, id=mid, model=model))
 
+    async def input_optional(req: HttpRequest) -> tuple[WireSession, dict[str, Any]]:
+        """The session and body of a Responses route whose ``input`` may be left out (a
+        count, a compaction): as an empty list."""
+        s = await session_of(req)
+        body = await body_of(req)
+        return s, body if body.get("input") is not None else {**body, "input": []}
+
+    @handler
+    async def responses_compact(req: HttpRequest) -> Any:
+        # POST /v1/responses/compact: the server's compaction pass over the input (one model
+        # call, recorded as any other), answered with the user messages and one compaction
+        # item, which a later request's input carries back as the summary.
+        s, body = await input_optional(req)
+        items, _, _ = responses_request(s, body)
+        ask = {"type": "message", "role": "user", "content": responses_wire.COMPACTION_PROMPT}
+        try:
+            request = responses_wire.request_from_responses(
+                {"instructions": body.get("instructions"), "input": [*items, ask]},
+                session_id=s.context.session.id)
+            resp, n = await call(s, request)
+        except InputError as e:
+            return err(400, e.problem, param=e.field)
+        except ContextOverflowError:
+            return err(400, "Your input exceeds the context window of this model. Please "
+                       "adjust your input and try again.", code="context_length_exceeded",
+                       param="input")
+        except ProtocolError as e:
+            return err(400, f"Invalid request: {e.problem}", param="input")
+        rid = f"{s.context.session.id}_{n}"
+        return JSONResponse({
+            "id": f"resp_{rid}", "object": "response.compaction",
+            "created_at": int(s.context.clock.now().timestamp()),
+            "output": responses_wire.compacted_output(items, resp.text, id=rid),
+            "usage": responses_wire.usage_object(resp)})
+
     def on_conversations(s: WireSession, op: Callable[[Conversations], dict[str, Any]]
                          ) -> JSONResponse:
         try:
@@ -594,10 +633,7 @@ def build_app(sessions: Sessions) -> Any:
     async def responses_count(req: HttpRequest) -> Any:
         # POST /v1/responses/input_tokens: the body a Responses request would have (``input``
         # may be left out), counted as the service would bill it; nothing stored or recorded.
-        s = await session_of(req)
-        body = await body_of(req)
-        if body.get("input") is None:
-            body = {**body, "input": []}
+        s, body = await input_optional(req)
         _, request, _ = responses_request(s, body)
         try:
             n = await count(s, request)
@@ -698,6 +734,7 @@ def build_app(sessions: Sessions) -> Any:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/v1/responses", responses, methods=["POST"]),
         Route("/v1/responses/input_tokens", responses_count, methods=["POST"]),
+        Route("/v1/responses/compact", responses_compact, methods=["POST"]),
         Route("/v1/conversations", conversations, methods=["POST"]),
         Route("/v1/conversations/{cid}", conversation, methods=["GET", "POST", "DELETE"]),
         Route("/v1/conversations/{cid}/items", conversation_items, methods=["GET", "POST"]),

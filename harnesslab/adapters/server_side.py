@@ -22,7 +22,10 @@ ANTHROPIC = {
     "mcp_servers": "tools the server runs itself (the MCP connector)",
 }
 RESPONSES = {
-    "context_management": "server-side compaction",
+    # POST /v1/responses/compact is simulated; compaction triggered inside a request by a
+    # threshold is not (when, and what the answer then holds, are not documented enough).
+    "context_management": "server-side compaction triggered by a threshold (call "
+                          "/v1/responses/compact instead)",
     "prompt": "prompts stored on the server (a reusable prompt's instructions)",
 }
 
