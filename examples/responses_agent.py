@@ -2,12 +2,26 @@
     harnesslab run --set harness=cmd:"python examples/responses_agent.py"
 Its context handling is the server's: each turn continues the last response by
 previous_response_id (store: true), so the history is never trimmed; it states no time, binds
-tool calls to the verified session user, and speaks the protocol on the bench's channel."""
+tool calls to the verified session user, and speaks the protocol on the bench's channel.
+
+The server keeps the context in other ways the API offers, one per option:
+  --conversation        a conversation of the Conversations API (conversation= on each request)
+  --truncation-auto     truncation: "auto" (the server drops the oldest items to fit)
+  --compact-at TOKENS   the history kept here (store: false), compacted by the server
+                        (POST /v1/responses/compact) once a request's input passes TOKENS
+"""
+import argparse
 import json
 import os
 
 import httpx
 from openai import BadRequestError, OpenAI
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--conversation", action="store_true")
+ap.add_argument("--truncation-auto", action="store_true")
+ap.add_argument("--compact-at", type=int, default=None)
+ARGS = ap.parse_args()
 
 client = OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY come from the environment
 TOOLS_URL, AUTH = os.environ["HARNESSLAB_TOOLS_URL"], {"Authorization": f"Bearer {client.api_key}"}
@@ -15,7 +29,29 @@ TOOLS = [{"type": "function", **t["function"]} for t in httpx.get(TOOLS_URL, hea
 USER = os.environ["HARNESSLAB_SESSION_USER"]
 IN = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_IN"]), encoding="utf-8")
 OUT = os.fdopen(int(os.environ["HARNESSLAB_PROTOCOL_OUT"]), "w", encoding="utf-8")
+INSTRUCTIONS = "You are a customer-service assistant."
 last: str | None = None  # the id of the last response: the conversation so far
+history: list = []  # --compact-at: the conversation, kept here
+conversation = client.conversations.create().id if ARGS.conversation else None
+
+
+def create(new: list):
+    kw = {"model": "harnesslab", "instructions": INSTRUCTIONS, "tools": TOOLS}
+    if ARGS.truncation_auto:
+        kw["truncation"] = "auto"
+    if conversation is not None:
+        return client.responses.create(input=new, conversation=conversation, **kw)
+    if ARGS.compact_at is not None:
+        history.extend(new)
+        resp = client.responses.create(input=history, store=False, **kw)
+        history.extend(o.model_dump(exclude_none=True) for o in resp.output)
+        calls = any(o.type == "function_call" for o in resp.output)
+        # Between turns only: compacted mid-loop, the call its output answers would be gone.
+        if not calls and resp.usage.input_tokens > ARGS.compact_at:
+            compacted = client.responses.compact(model="harnesslab", input=history)
+            history[:] = [o.model_dump(exclude_none=True, warnings=False) for o in compacted.output]
+        return resp
+    return client.responses.create(input=new, previous_response_id=last, **kw)
 
 
 def answer(text: str, images: list[dict]) -> dict:
@@ -25,9 +61,7 @@ def answer(text: str, images: list[dict]) -> dict:
     new = [{"role": "user", "content": [{"type": "input_text", "text": text}, *parts] if parts else text}]
     for _ in range(8):
         try:
-            resp = client.responses.create(model="harnesslab", instructions="You are a "
-                                           "customer-service assistant.", input=new,
-                                           tools=TOOLS, previous_response_id=last)
+            resp = create(new)
         except BadRequestError as e:  # e.g. context_length_exceeded
             return {"text": "", "failed": True, "reason": str(e.code or "rejected")}
         last = resp.id

@@ -27,3 +27,27 @@ def test_the_wire_example_passes(tmp_path: Path, example: str, sdk: str, scenari
                              "turn_timeout": 60})
     assert r.error is None, r.error
     assert r.checks and all(c.passed for c in r.checks), [c for c in r.checks if not c.passed]
+
+
+@pytest.mark.parametrize("option", ["--conversation", "--truncation-auto", "--compact-at 300"])
+def test_the_responses_example_keeps_its_context_on_the_server(tmp_path: Path, option: str) -> None:
+    """The other ways the Responses API keeps a context (a conversation, truncation, the
+    compact endpoint), each an option of the example: the follow-up still passes."""
+    pytest.importorskip("openai")
+    from harnesslab.adapters.responses_wire import SUMMARY_BRIDGE
+    from harnesslab.record.format import Record
+
+    path = bundled_dir() / "followup-o1001-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    r = run_variant(sc, v, source=path, out_dir=tmp_path, cli_set={
+        "harness": f"cmd:python {ROOT / 'examples' / 'responses_agent.py'} {option}",
+        "turn_timeout": 60})
+    assert r.error is None, r.error
+    assert r.checks and all(c.passed for c in r.checks), [c for c in r.checks if not c.passed]
+    assert r.record is not None
+    rec = Record.load(r.record)
+    seen = [rec.request(c["request"]) for c in rec.of_type("model_call")]
+    bridged = any(SUMMARY_BRIDGE in b.text for q in seen for m in q.messages  # type: ignore[union-attr]
+                  for b in m.content if hasattr(b, "text"))
+    assert bridged == (option == "--compact-at 300")  # the summary came back from the server
