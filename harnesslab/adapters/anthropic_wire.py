@@ -21,8 +21,10 @@ Anthropic -> Request (``request_from_anthropic``):
   (``adapters.output_format``: the fake model answers in the schema). Of
   ``context_management`` (the server's context editing), ``clear_thinking_20251015`` is
   done as the API does it (``keep`` ``"all"``, as Claude Code sends it, changes nothing;
-  ``thinking_turns`` N keeps the thinking blocks of the latest N assistant messages that
-  have any); any other edit is a 400 (``adapters.server_side``).
+  ``thinking_turns`` N keeps the thinking blocks of the latest N assistant turns that have
+  any, a turn running through its tool rounds), and so is the API's default with
+  ``thinking`` on and no edit (the last turn's thinking only: earlier thinking is neither
+  seen nor counted); any other edit is a 400 (``adapters.server_side``).
 
 Request -> Anthropic (``request_to_anthropic``) writes the **normal form**: a message whose
 content is exactly one text block is a string, anything else a list of blocks; a
@@ -206,15 +208,27 @@ def request_from_anthropic(body: Mapping[str, Any], *, session_id: str = "",
 
 
 def _thinking_cleared(messages: list[Message], kept: int) -> tuple[Message, ...]:
-    """The server's ``clear_thinking_20251015`` edit: thinking blocks stay in the latest
-    ``kept`` assistant messages that have any and go from the earlier ones (a message left
-    with nothing goes too)."""
-    having = [i for i, m in enumerate(messages) if m.role == "assistant"
-              and any(isinstance(b, ThinkingBlock) for b in m.content)]
-    cleared = set(having[:-kept]) if len(having) > kept else set()
+    """The server's thinking clearing (``clear_thinking_20251015``, and the API's default
+    with thinking on): thinking blocks stay in the latest ``kept`` assistant turns that have
+    any and go from the earlier ones (a message left with nothing goes too). A turn is what
+    the assistant says from one user message to the next, tool rounds included: a user
+    message of tool results does not start one."""
+    turn = 0
+    turn_of: list[int] = []
+    having: list[int] = []
+    for m in messages:
+        if m.role == "user" and not any(isinstance(b, ToolResultBlock) for b in m.content):
+            turn += 1
+        turn_of.append(turn)
+        if m.role == "assistant" and any(isinstance(b, ThinkingBlock) for b in m.content) \
+                and (not having or having[-1] != turn):
+            having.append(turn)
+    cleared = set(having[:-kept])
+    if not cleared:
+        return tuple(messages)
     out = []
-    for i, m in enumerate(messages):
-        if i in cleared:
+    for m, t in zip(messages, turn_of, strict=True):
+        if t in cleared and m.role == "assistant":
             rest = tuple(b for b in m.content if not isinstance(b, ThinkingBlock))
             if not rest:
                 continue

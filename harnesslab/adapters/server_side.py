@@ -43,14 +43,19 @@ _CLEAR_THINKING = "clear_thinking_20251015"
 
 
 def thinking_kept(body: Mapping[str, Any]) -> int | None:
-    """Of an Anthropic body's ``context_management``, how many of the latest assistant turns
-    keep their thinking blocks (None: all, as without the edit): ``clear_thinking_20251015``
-    with ``keep`` ``"all"`` or ``{"type": "thinking_turns", "value": N}`` (1 when left out),
-    which the API accepts only with ``thinking`` enabled or adaptive. Any other edit is
-    refused (:func:`refuse_unsimulated`'s reason), as is a shape the API refuses."""
+    """How many of the latest assistant turns keep their thinking blocks (None: all): with
+    ``thinking`` enabled or adaptive the API keeps the last turn's unless
+    ``context_management`` has ``clear_thinking_20251015`` with ``keep`` ``"all"`` or
+    ``{"type": "thinking_turns", "value": N}`` (1 when left out), an edit it accepts only
+    with thinking on. Any other edit is refused (:func:`refuse_unsimulated`'s reason), as is
+    a shape the API refuses."""
     cm = body.get("context_management")
+    thinking = body.get("thinking")
+    on = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
     if cm is None:
-        return None
+        # The API's default with thinking on: only the last assistant turn's thinking is kept
+        # (and counted); with it off, nothing is cleared.
+        return 1 if on else None
     f = "context_management"
     if not isinstance(cm, Mapping):
         raise InputError("expected an object", field=f)
@@ -69,9 +74,7 @@ def thinking_kept(body: Mapping[str, Any]) -> int | None:
                              f"{_CLEAR_THINKING}): the model would see a context the API had "
                              "changed; leave it out and manage the context in the harness, or "
                              "test against the real API", field=f"{at}.type")
-        thinking = body.get("thinking")
-        if not isinstance(thinking, Mapping) or thinking.get("type") not in ("enabled",
-                                                                            "adaptive"):
+        if not on:
             raise InputError(f"`{_CLEAR_THINKING}` strategy requires `thinking` to be enabled "
                              "or adaptive", field=at)
         keep = e.get("keep", {"type": "thinking_turns", "value": 1})

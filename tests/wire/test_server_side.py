@@ -36,7 +36,8 @@ def _thinking(body: dict[str, Any]) -> list[int]:
 
 def test_clear_thinking_keeps_the_latest_turns_thinking_and_all_keeps_everything() -> None:
     edit = {"type": "clear_thinking_20251015"}
-    assert _thinking(_body()) == [1, 3, 5]  # the control: no edit
+    assert _thinking(_body(thinking=None)) == [1, 3, 5]  # thinking off: nothing cleared
+    assert _thinking(_body()) == [5]  # the API's default with thinking on: the last turn's
     assert _thinking(_body(context_management={"edits": [{**edit, "keep": "all"}]})) == [1, 3, 5]
     two = _body(context_management={"edits": [
         {**edit, "keep": {"type": "thinking_turns", "value": 2}}]})
@@ -47,6 +48,22 @@ def test_clear_thinking_keeps_the_latest_turns_thinking_and_all_keeps_everything
     body["messages"][1], body["messages"][5] = body["messages"][5], body["messages"][1]
     roles = [m.role for m in request_from_anthropic(body).messages]
     assert roles == ["user", "user", "assistant", "user", "assistant", "user"]
+
+
+def test_a_turn_runs_through_its_tool_rounds() -> None:
+    think = {"type": "thinking", "thinking": "查一下", "signature": "s"}
+    use = {"type": "tool_use", "id": "t1", "name": "track_order", "input": {"order_id": "O-1"}}
+    body = _body()
+    body["messages"][-1:] = [
+        {"role": "user", "content": "四"},
+        {"role": "assistant", "content": [think, use]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "in transit"}]},
+        {"role": "assistant", "content": [think, {"type": "text", "text": "在路上"}]},
+        {"role": "user", "content": "好"}]
+    # The last turn with thinking is the tool round's, both its messages, kept; the earlier
+    # turns' go (the message of thinking only with them, so the indices move down by one).
+    assert _thinking(body) == [6, 8]
 
 
 @pytest.mark.parametrize("extra, field, words", [
