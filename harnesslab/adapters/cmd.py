@@ -89,8 +89,8 @@ from harnesslab.harness.base import (
     HarnessBase,
     HarnessContext,
     HarnessGone,
-    TokenCounting,
     TurnResult,
+    count_tokens,
 )
 from harnesslab.harness.config import HarnessConfig
 from harnesslab.harness.honours import check_declaration
@@ -225,9 +225,7 @@ class _Door:
     def count_tokens(self, request: Request) -> int:
         """The API's token count (``harness.base.TokenCounting``): no call, so nothing of the
         kill or the first-call hook applies."""
-        if not isinstance(self._inner, TokenCounting):
-            raise NotImplementedError("this endpoint offers no token count")
-        return self._inner.count_tokens(request)
+        return count_tokens(self._inner, request)
 
 
 class CmdHarness(HarnessBase):

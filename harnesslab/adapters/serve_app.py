@@ -86,7 +86,7 @@ from harnesslab.adapters.conversations_wire import (
 )
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
-from harnesslab.harness.base import HarnessContext, TokenCounting
+from harnesslab.harness.base import HarnessContext, count_tokens
 from harnesslab.harness.identity import IdentityMode, bind_identity
 from harnesslab.messages import (
     Converted,
@@ -165,10 +165,7 @@ class WireSession:
     def count(self, request: Any) -> int:
         """The API's token count of ``request`` (``harness.base.TokenCounting``): no call, so
         the session's call numbering stays; NotImplementedError when the endpoint has none."""
-        endpoint = self.context.endpoint
-        if not isinstance(endpoint, TokenCounting):
-            raise NotImplementedError("this session's model offers no token count")
-        n: int = self._locked(lambda: endpoint.count_tokens(request))
+        n: int = self._locked(lambda: count_tokens(self.context.endpoint, request))
         return n
 
     def tool(self, name: str, arguments: str, acting_user: str | None = None) -> ToolOutcome:

@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Clock", "EventSink", "Harness", "HarnessBase", "HarnessContext", "HarnessGone",
            "ModelEndpoint",
-           "Session", "StateUnsupported", "TokenCounting", "ToolExecutor", "TurnResult"]
+           "Session", "StateUnsupported", "TokenCounting", "ToolExecutor", "TurnResult",
+           "count_tokens"]
 
 
 class ModelEndpoint(Protocol):
@@ -74,6 +75,14 @@ class TokenCounting(Protocol):
     docstring); the bench's endpoints all do, a harness's own stand-in need not."""
 
     def count_tokens(self, request: Request) -> int: ...
+
+
+def count_tokens(endpoint: object, request: Request) -> int:
+    """``endpoint``'s token count of ``request`` (the doors that wrap an endpoint pass the
+    count on through this); NotImplementedError when it offers none."""
+    if not isinstance(endpoint, TokenCounting):
+        raise NotImplementedError("this endpoint offers no token count")
+    return endpoint.count_tokens(request)
 
 
 class ToolExecutor(Protocol):

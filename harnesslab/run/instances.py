@@ -33,8 +33,8 @@ from harnesslab.harness.base import (
     HarnessContext,
     ModelEndpoint,
     StateUnsupported,
-    TokenCounting,
     TurnResult,
+    count_tokens,
 )
 from harnesslab.messages import Request, Response
 from harnesslab.scenario.steps import (
@@ -79,9 +79,7 @@ class KillDoor:
 
     def count_tokens(self, request: Request) -> int:
         """The inner door's token count (a count is no call: it never kills)."""
-        if not isinstance(self.__inner, TokenCounting):
-            raise NotImplementedError("this endpoint offers no token count")
-        return self.__inner.count_tokens(request)
+        return count_tokens(self.__inner, request)
 
 
 @dataclass
