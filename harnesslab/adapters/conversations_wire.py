@@ -21,13 +21,14 @@ are the API's: ``order`` ``desc`` unless ``asc``, ``limit`` 1-100 (20), ``after`
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harnesslab.adapters import responses_wire
 from harnesslab.errors import InputError
 
-__all__ = ["ConversationNotFound", "Conversations", "conversation_id"]
+__all__ = ["ConversationNotFound", "Conversations"]
 
 MAX_ADD = 20
 _PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco"}
@@ -39,15 +40,6 @@ class ConversationNotFound(KeyError):
     def __init__(self, what: str, id: str) -> None:
         super().__init__(id)
         self.message = f"{what} with id '{id}' not found."
-
-
-def conversation_id(raw: Any) -> str:
-    """The id a Responses body's ``conversation`` names (a string or ``{"id": ...}``)."""
-    if isinstance(raw, Mapping):
-        raw = raw.get("id")
-    if not isinstance(raw, str) or not raw:
-        raise InputError("expected a conversation id or {\"id\": ...}", field="conversation")
-    return raw
 
 
 @dataclass
@@ -99,13 +91,11 @@ def _page(items: list[dict[str, Any]], query: Mapping[str, str]) -> dict[str, An
 
 
 class Conversations:
-    """One session's conversations (module docstring). ``check`` validates items as a
-    Responses input (raising InputError naming ``input[i]``), so a conversation holds only
-    what a request can carry."""
+    """One session's conversations (module docstring). Items are checked as a Responses
+    input, so a conversation holds only what a request can carry."""
 
-    def __init__(self, session: str, check: Callable[[list[Any]], object]) -> None:
+    def __init__(self, session: str) -> None:
         self._session = session
-        self._check = check
         self._by_id: dict[str, _Conversation] = {}
         self._numbers = itertools.count(1)
 
@@ -119,32 +109,22 @@ class Conversations:
             raise ConversationNotFound("Conversation", cid)
         return c
 
-    def _kept(self, raw: Any, field_name: str, *, limit: int | None = MAX_ADD
-              ) -> list[dict[str, Any]]:
+    def _kept(self, raw: Any, field_name: str) -> list[dict[str, Any]]:
         """``raw`` items in the API's stored form, each given an id; InputError for bad ones."""
         if not isinstance(raw, list):
             raise InputError("expected a list of items", field=field_name)
-        if limit is not None and len(raw) > limit:
-            raise InputError(f"at most {limit} items at once, got {len(raw)}", field=field_name)
+        if len(raw) > MAX_ADD:
+            raise InputError(f"at most {MAX_ADD} items at once, got {len(raw)}",
+                             field=field_name)
         try:
-            self._check(raw)
+            responses_wire.request_from_responses({"input": raw})
         except InputError as e:
             where = (e.field or "").replace("input", field_name, 1)
             raise InputError(e.problem, field=where or field_name) from None
         return [self._stored(x) for x in raw]
 
     def _stored(self, item: Mapping[str, Any]) -> dict[str, Any]:
-        kind = item.get("type", "message")
-        out: dict[str, Any] = {**item, "type": kind}
-        if kind == "message":
-            content = out.get("content")
-            if isinstance(content, str):
-                part = "output_text" if out.get("role") == "assistant" else "input_text"
-                out["content"] = [{"type": part, "text": content,
-                                   **({"annotations": []} if part == "output_text" else {})}]
-        out["id"] = out.get("id") or self._id(_PREFIX.get(kind, "item"))
-        out["status"] = "completed"
-        return out
+        return responses_wire.as_returned(item, lambda kind: self._id(_PREFIX.get(kind, "item")))
 
     # --- the routes ---------------------------------------------------------------------------
     def create(self, body: Mapping[str, Any], *, created: int) -> dict[str, Any]:
@@ -198,9 +178,8 @@ class Conversations:
         return list(self._get(cid).items)
 
     def answered(self, cid: str, new: list[Any], output: list[dict[str, Any]]) -> None:
-        """A request on ``cid`` was answered: its input items, then its output, are added (a
-        conversation deleted meanwhile is let be)."""
+        """A request on ``cid`` was answered: its input items (checked already, as the
+        request's), then its output, are added (a conversation deleted meanwhile is let be)."""
         c = self._by_id.get(cid)
         if c is not None:
-            c.items.extend([*self._kept(new, "input", limit=None),
-                            *(self._stored(x) for x in output)])
+            c.items.extend(self._stored(x) for x in [*new, *output])

@@ -55,11 +55,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from harnesslab.adapters import server_side
-from harnesslab.adapters.conversations_wire import conversation_id
 from harnesslab.adapters.openai_wire import PIECE, URL_MEDIA
 from harnesslab.adapters.output_format import format_from_responses, format_of
 from harnesslab.adapters.tool_choice import choice_from_responses, choice_of
@@ -385,18 +384,40 @@ def compaction_summary(raw: Any) -> str | None:
 
 
 def compacted_output(items: list[Any], summary: str, *, id: str) -> list[dict[str, Any]]:
-    """What the compact endpoint answers: every user message of ``items``, in order (given an
-    id where it had none, string content as one ``input_text`` part), then one compaction
-    item."""
-    out: list[dict[str, Any]] = []
+    """What the compact endpoint answers: every user message of ``items``, in order and as
+    the API returns a kept item (:func:`as_returned`), then one compaction item."""
+    out = []
     for k, x in enumerate(items):
         if isinstance(x, Mapping) and x.get("type", "message") == "message" \
                 and x.get("role") == "user":
-            item = {"id": f"msg_{id}_{k}", **_normal(x), "status": "completed"}
-            if isinstance(item.get("content"), str):  # as the API returns an input message
-                item["content"] = [{"type": "input_text", "text": item["content"]}]
-            out.append(item)
+            name = f"msg_{id}_{k}"
+            out.append(as_returned(x, lambda _kind: name))  # noqa: B023 (used at once)
     return [*out, compaction_item(summary, id=f"cmp_{id}")]
+
+
+def as_returned(item: Mapping[str, Any], new_id: Callable[[str], str]) -> dict[str, Any]:
+    """An input item as the API returns it once kept (a conversation's item, a compaction's
+    user message): typed, a message's string content as one ``input_text`` part
+    (``output_text`` with ``annotations`` for the assistant's), completed, and an id:
+    ``new_id(type)`` where it had none."""
+    kind = item.get("type", "message")
+    out: dict[str, Any] = {**item, "type": kind}
+    if kind == "message" and isinstance(out.get("content"), str):
+        part = "output_text" if out.get("role") == "assistant" else "input_text"
+        out["content"] = [{"type": part, "text": out["content"],
+                           **({"annotations": []} if part == "output_text" else {})}]
+    out["id"] = out.get("id") or new_id(kind)
+    out["status"] = "completed"
+    return out
+
+
+def conversation_id(raw: Any) -> str:
+    """The id a Responses body's ``conversation`` names (a string or ``{"id": ...}``)."""
+    if isinstance(raw, Mapping):
+        raw = raw.get("id")
+    if not isinstance(raw, str) or not raw:
+        raise InputError("expected a conversation id or {\"id\": ...}", field="conversation")
+    return raw
 
 
 def _normal(item: Any) -> Any:

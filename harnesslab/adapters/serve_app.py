@@ -79,11 +79,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harnesslab.adapters import anthropic_wire, embeddings_wire, responses_wire
-from harnesslab.adapters.conversations_wire import (
-    ConversationNotFound,
-    Conversations,
-    conversation_id,
-)
+from harnesslab.adapters.conversations_wire import ConversationNotFound, Conversations
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
 from harnesslab.harness.base import HarnessContext, count_tokens
@@ -139,9 +135,7 @@ class WireSession:
 
     def conversations(self) -> Conversations:
         if self._conversations is None:
-            self._conversations = Conversations(
-                self.context.session.id,
-                lambda items: responses_wire.request_from_responses({"input": items}))
+            self._conversations = Conversations(self.context.session.id)
         return self._conversations
 
     def _locked(self, fn: Callable[[], Any]) -> Any:
@@ -478,7 +472,7 @@ def build_app(sessions: Sessions) -> Any:
                     raise Refused(400, "Mutually exclusive parameters: Ensure you are only "
                                   "providing one of: 'previous_response_id' or "
                                   "'conversation'.", param="conversation")
-                cid = conversation_id(body["conversation"])
+                cid = responses_wire.conversation_id(body["conversation"])
                 prior = s.conversations().items_of(cid)
             items = s.stored.items(body)
         except ConversationNotFound as e:
