@@ -30,13 +30,17 @@ RESPONSES = {
 }
 
 
+def _unsimulated(what: str, field: str) -> InputError:
+    return InputError(f"harnesslab does not simulate {what}: the model would see a context the "
+                      "API had changed; leave it out and manage the context in the harness, or "
+                      "test against the real API", field=field)
+
+
 def refuse_unsimulated(body: Mapping[str, Any], params: Mapping[str, str]) -> None:
     """InputError naming the first of ``params`` the body sets (not null, not empty)."""
     for key, what in params.items():
         if body.get(key) not in (None, [], {}):
-            raise InputError(f"harnesslab does not simulate {what}: the model would see a "
-                             "context the API had changed; leave it out and manage the context "
-                             "in the harness, or test against the real API", field=key)
+            raise _unsimulated(what, key)
 
 
 _CLEAR_THINKING = "clear_thinking_20251015"
@@ -70,10 +74,8 @@ def thinking_kept(body: Mapping[str, Any]) -> int | None:
         at = f"{f}.edits[{i}]"
         kind = e.get("type") if isinstance(e, Mapping) else None
         if kind != _CLEAR_THINKING:
-            raise InputError(f"harnesslab does not simulate the context edit {kind!r} (only "
-                             f"{_CLEAR_THINKING}): the model would see a context the API had "
-                             "changed; leave it out and manage the context in the harness, or "
-                             "test against the real API", field=f"{at}.type")
+            raise _unsimulated(f"the context edit {kind!r} (only {_CLEAR_THINKING})",
+                               f"{at}.type")
         if not on:
             raise InputError(f"`{_CLEAR_THINKING}` strategy requires `thinking` to be enabled "
                              "or adaptive", field=at)

@@ -156,8 +156,8 @@ def seed_tiktoken_cache(name: str) -> Path:
 class _TiktokenTokenizer:
     name: str
     _encode: Callable[[str], list[int]]
+    _decode_bytes: Callable[[list[int]], bytes]
     normalize_nfc: bool = False
-    _decode_bytes: Callable[[list[int]], bytes] | None = None
 
     def count(self, text: str) -> int:
         return len(self.encode(text))
@@ -174,7 +174,6 @@ class _TiktokenTokenizer:
         """The text of token ids (as the API reads token-array input); ValueError names an id
         that is no token. Bytes that are no whole character read as U+FFFD, as tiktoken's
         ``decode`` does."""
-        assert self._decode_bytes is not None
         try:
             return self._decode_bytes(ids).decode("utf-8", errors="replace")
         except (KeyError, ValueError, OverflowError, TypeError) as e:
@@ -249,8 +248,7 @@ def _tiktoken(name: str, pat: str, vocab: VocabFile, specials: dict[str, int], *
         raise TokenizerUnavailable(f"tiktoken could not build {name}: {e}") from None
     del ranks
     enc._mergeable_ranks = None  # type: ignore[assignment]
-    return _TiktokenTokenizer(name, enc.encode_ordinary, normalize_nfc=nfc,
-                              _decode_bytes=enc.decode_bytes)
+    return _TiktokenTokenizer(name, enc.encode_ordinary, enc.decode_bytes, normalize_nfc=nfc)
 
 
 def _load_openai(name: str) -> Tokenizer:
