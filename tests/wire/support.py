@@ -30,6 +30,25 @@ def serving(out: Path, *, scenario: Path = FOLLOWUP, variant: str = "default",
         serve.close()
 
 
+def tool_schemas(url: str, key: str) -> list[dict[str, Any]]:
+    """The session's tool schemas (``function`` objects) from ``GET /harnesslab/tools``."""
+    import httpx
+
+    r = httpx.get(f"{url.removesuffix('/v1')}/harnesslab/tools",
+                  headers={"Authorization": f"Bearer {key}"})
+    return [t["function"] for t in r.json()["tools"]]
+
+
+def run_tool(url: str, key: str, name: str, arguments: str) -> str:
+    """A tool's result text from ``POST /harnesslab/tools/NAME``."""
+    import httpx
+
+    r = httpx.post(f"{url.removesuffix('/v1')}/harnesslab/tools/{name}",
+                   headers={"Authorization": f"Bearer {key}"}, json={"arguments": arguments})
+    out: str = r.json()["content"]
+    return out
+
+
 # Put before a logging wrapper: each program (one per session) logs the bodies it sends to a
 # file of its own, named by its session's API key, which opens with its session id.
 _LOG_PER_SESSION = """import json as _json, os as _os

@@ -19,7 +19,7 @@ from harnesslab.adapters.responses_wire import (
     compaction_summary,
 )
 from harnesslab.record.format import Record
-from tests.wire.support import Q1, serving
+from tests.wire.support import Q1, run_tool, serving, tool_schemas
 
 openai = pytest.importorskip("openai")
 
@@ -27,20 +27,15 @@ Q2 = "那我明天还要等吗？"
 
 
 def _answer(client: Any, url: str, history: list[Any]) -> Any:
-    import httpx
-
-    base, h = url.removesuffix("/v1"), {"Authorization": "Bearer k"}
-    tools = [{"type": "function", **t["function"]}
-             for t in httpx.get(f"{base}/harnesslab/tools", headers=h).json()["tools"]]
+    tools = [{"type": "function", **s} for s in tool_schemas(url, "k")]
     for _ in range(4):
         resp = client.responses.create(model="m", input=history, tools=tools, store=False)
         history += [o.model_dump(exclude_none=True) for o in resp.output]
         calls = [o for o in resp.output if o.type == "function_call"]
         if not calls:
             return resp
-        history += [{"type": "function_call_output", "call_id": c.call_id, "output": httpx.post(
-            f"{base}/harnesslab/tools/{c.name}", headers=h,
-            json={"arguments": c.arguments}).json()["content"]} for c in calls]
+        history += [{"type": "function_call_output", "call_id": c.call_id,
+                     "output": run_tool(url, "k", c.name, c.arguments)} for c in calls]
     raise AssertionError("no answer in 4 requests")
 
 

@@ -12,30 +12,17 @@ from typing import Any
 import pytest
 
 from harnesslab.record.format import Record
-from tests.wire.support import Q1, serving
+from tests.wire.support import Q1, run_tool, serving, tool_schemas
 
 openai = pytest.importorskip("openai")
 
 Q2 = "那我明天还要等吗？"
 
 
-def _tool(url: str, key: str, name: str, arguments: str) -> str:
-    import httpx
-
-    r = httpx.post(f"{url.removesuffix('/v1')}/harnesslab/tools/{name}",
-                   headers={"Authorization": f"Bearer {key}"}, json={"arguments": arguments})
-    out: str = r.json()["content"]
-    return out
-
-
 def _turn(client: Any, url: str, text: str, conversation: str | None) -> Any:
     """One user turn on the Responses API, the history on the server (``conversation``) or
     nowhere (None): ask, run the function calls, ask again."""
-    import httpx
-
-    tools = [{"type": "function", **t["function"]} for t in httpx.get(
-        f"{url.removesuffix('/v1')}/harnesslab/tools",
-        headers={"Authorization": "Bearer k"}).json()["tools"]]
+    tools = [{"type": "function", **s} for s in tool_schemas(url, "k")]
     kw: dict[str, Any] = {"model": "harnesslab", "instructions": "你是客服。", "tools": tools}
     if conversation is not None:
         kw["conversation"] = conversation
@@ -46,7 +33,7 @@ def _turn(client: Any, url: str, text: str, conversation: str | None) -> Any:
         if not calls:
             return resp
         new = [{"type": "function_call_output", "call_id": c.call_id,
-                "output": _tool(url, "k", c.name, c.arguments)} for c in calls]
+                "output": run_tool(url, "k", c.name, c.arguments)} for c in calls]
     raise AssertionError("no answer in 4 requests")
 
 

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harnesslab.record.format import Record
-from tests.wire.support import Q1, serving
+from tests.wire.support import Q1, run_tool, serving, tool_schemas
 
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
@@ -25,26 +25,13 @@ Q2 = "那我明天还要等吗？"
 TIGHT = {"service.window": 400, "service.max_output": 100, "service.default_output": 100}
 
 
-def _schemas(url: str, key: str) -> list[dict[str, Any]]:
-    r = httpx.get(f"{url.removesuffix('/v1')}/harnesslab/tools",
-                  headers={"Authorization": f"Bearer {key}"})
-    return [t["function"] for t in r.json()["tools"]]
-
-
-def _run(url: str, key: str, name: str, arguments: str) -> str:
-    r = httpx.post(f"{url.removesuffix('/v1')}/harnesslab/tools/{name}",
-                   headers={"Authorization": f"Bearer {key}"}, json={"arguments": arguments})
-    out: str = r.json()["content"]
-    return out
-
-
 def _responses_turn(client: Any, url: str, key: str, text: str, *, stream: bool,
                     previous: str | None, history: list[Any] | None) -> tuple[Any, int]:
     """One user turn on the Responses API: ask, run each function call, ask again, until an
     answer. ``history`` (store: false, as Codex does) is resent whole; otherwise each request
     continues the last response by ``previous_response_id``. Returns the answer and the
     number of tool calls."""
-    tools = [{"type": "function", **s} for s in _schemas(url, key)]
+    tools = [{"type": "function", **s} for s in tool_schemas(url, key)]
     new: list[Any] = [{"role": "user", "content": text}]
     calls = 0
     for _ in range(4):
@@ -70,7 +57,7 @@ def _responses_turn(client: Any, url: str, key: str, text: str, *, stream: bool,
             return resp, calls
         calls += len(fcs)
         new = [{"type": "function_call_output", "call_id": c.call_id,
-                "output": _run(url, key, c.name, c.arguments)} for c in fcs]
+                "output": run_tool(url, key, c.name, c.arguments)} for c in fcs]
     raise AssertionError("no answer in 4 requests")
 
 
@@ -123,7 +110,7 @@ def test_responses_over_window_is_context_length_exceeded(tmp_path: Path) -> Non
 def _anthropic_turn(client: Any, url: str, key: str, msgs: list[Any], text: str, *,
                     stream: bool) -> tuple[Any, int]:
     tools = [{"name": s["name"], "description": s.get("description", ""),
-              "input_schema": s["parameters"]} for s in _schemas(url, key)]
+              "input_schema": s["parameters"]} for s in tool_schemas(url, key)]
     msgs.append({"role": "user", "content": text})
     calls = 0
     for _ in range(4):
@@ -144,7 +131,7 @@ def _anthropic_turn(client: Any, url: str, key: str, msgs: list[Any], text: str,
         calls += len(uses)
         msgs.append({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": b.id,
-             "content": _run(url, key, b.name, json.dumps(b.input, ensure_ascii=False))}
+             "content": run_tool(url, key, b.name, json.dumps(b.input, ensure_ascii=False))}
             for b in uses]})
     raise AssertionError("no answer in 4 requests")
 
