@@ -216,6 +216,8 @@ class SimulatedService:
         request that does not fit even so is rejected by :meth:`admit`, as with ``disabled``."""
         p = self.profile
         limit = min(p.window - self.planned_output(request), p.max_input)
+        if self.count_input(request) <= limit:
+            return request, 0  # the usual case: counted as admit counts it, incrementally
         c = self._counter
         finalize = c.rule.finalize
         head = c.head_units(request.system, request.summary, request.tools)
