@@ -6,18 +6,20 @@ Read: the runtime-state tag ``<current-time>ISO</current-time>`` and its kin
 ``<current_date>``, ``<current_time>``, ``<current-date>``, ``<current_datetime>`` (Codex CLI's
 ``<environment_context>`` states ``<current_date>2026-11-29</current_date>``); a labelled statement
 (``Current time:``, ``Current date and time is``, ``The current time is``, ``Today is``,
-``The current date and time is:`` (BeeAI's),
+``The current date and time is:`` (BeeAI's), ``Local time:``,
 ``Now:``, ``现在是``, ``当前时间``, ``今天是``, ...) followed on the same line by ISO 8601 (with or
-without zone, ``T`` or a space), year first with slashes (``2026/11/29 10:00``), RFC 2822
-(``Sun, 29 Nov 2026 10:00:00 +0800``), a Chinese date
-(``2026年11月29日 10:00``, ``上午/下午``) or an English one (``Sunday, November 29, 2026 10:00
-AM``); and a dated prefix: a line that starts with an ISO date and time (``[2026-11-29 10:00]
-question``), or such a stamp in square brackets further along the line. A date without a
-time is that day's first moment (the earliest "now" the statement allows: a fact is then stale
-only if it is stale whenever on that day it is read).
+without zone, ``T`` or a space), year first with slashes or dots, RFC 2822, ``ctime``, a
+Chinese date, an English one (JavaScript's ``Date.toString()`` among them), year last
+(``11/29/2026``, ``29.11.2026``) or the time first (``10:00 AM on November 29, 2026``), a
+12-hour clock after any, then a zone; and a dated prefix: a line that starts with an ISO date
+and time (``[2026-11-29 10:00] question``), or such a stamp in square brackets further along
+the line. A date without a time is that day's first moment (the earliest "now" the statement
+allows: a fact is then stale only if it is stale whenever on that day it is read).
 
 Not read (a documented limit): a bare date or time in running text, relative times ("in two
-hours"), other calendars, and times inside tool results (those are facts' times, not "now").
+hours"), other calendars, times inside tool results (those are facts' times, not "now"), and
+a statement that could mean two times (``03/04/2026``; ``CST`` in a scenario whose zone is
+none of China's, US Central's or Cuba's): guessed, "now" could be hours or months off.
 Every pattern stays on one line, so no statement runs across two messages' texts.
 """
 
@@ -35,21 +37,63 @@ _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "augu
 _MONTH = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|" \
          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
 _WEEKDAY = r"(?:(?:Mon|Tues?|Wed(?:nes)?|Thu(?:rs)?|Fri|Sat(?:ur)?|Sun)(?:day)?\.?,?[ \t]+)"
-_ZONE = r"(?:[ \t]*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2}|\(?(?:UTC|GMT)[+-]\d{1,2}(?::?\d{2})?\)?))"
-_ISO = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?" + _ZONE + "?"
-_ISO_TIMED = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?" + _ZONE + "?"
-# Year first with slashes (``%Y/%m/%d %H:%M``, common in Chinese systems' logs and prompts).
-_SLASH = r"\d{4}/\d{1,2}/\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?" + _ZONE + "?"
+# Zone abbreviations read beside a time, with the offsets each may mean (standard or
+# daylight time as the abbreviation says). One that means several (``CST``: China, US
+# Central, Cuba) is the scenario's zone when that zone has one of those offsets at the stated
+# time, else the statement is not read: guessing would put "now" hours off.
+_H = 3600
+ABBREVIATIONS: dict[str, tuple[int, ...]] = {
+    "PST": (-8 * _H,), "PDT": (-7 * _H,), "MST": (-7 * _H,), "MDT": (-6 * _H,),
+    "CST": (-6 * _H, 8 * _H, -5 * _H), "CDT": (-5 * _H, -4 * _H), "EST": (-5 * _H,),
+    "EDT": (-4 * _H,), "AKST": (-9 * _H,), "AKDT": (-8 * _H,), "HST": (-10 * _H,),
+    "AST": (-4 * _H, 3 * _H), "ADT": (-3 * _H,), "NST": (-12600,), "NDT": (-9000,),
+    "WET": (0,), "WEST": (_H,), "BST": (_H, 6 * _H), "IST": (19800, _H, 2 * _H),
+    "CET": (_H,), "CEST": (2 * _H,), "EET": (2 * _H,), "EEST": (3 * _H,), "MSK": (3 * _H,),
+    "PKT": (5 * _H,), "ICT": (7 * _H,), "WIB": (7 * _H,), "HKT": (8 * _H,), "SGT": (8 * _H,),
+    "AWST": (8 * _H,), "JST": (9 * _H,), "KST": (9 * _H,), "ACST": (34200,), "ACDT": (37800,),
+    "AEST": (10 * _H,), "AEDT": (11 * _H,), "NZST": (12 * _H,), "NZDT": (13 * _H,),
+}
+# Upper case only, as written (``est`` in running text is no zone).
+_ABBR = "(?-i:" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True)) + ")"
+# A zone after a time: an offset with or without ``UTC``/``GMT`` (the longer form first, so
+# ``GMT+0800`` is not read as GMT), ``Z``, ``UTC``, ``GMT`` or an abbreviation above; then,
+# optionally, the zone's name in brackets (JavaScript's ``Date.toString()``:
+# ``GMT+0800 (China Standard Time)``).
+_ZONE = r"(?:[ \t]*(?:\(?(?:UTC|GMT)[ \t]?[+-]\d{1,2}(?::?\d{2})?\)?|[+-]\d{2}:?\d{2}" \
+        r"|\(?(?:Z|UTC|GMT|" + _ABBR + r")\)?)(?![A-Za-z0-9])(?:[ \t]*\([A-Za-z][A-Za-z .'-]*\))?)"
+_NAMED = re.compile(r"[ \t]*\([A-Za-z][A-Za-z .'-]*\)$")
+_AP = r"(?:[ \t]*[AaPp]\.?[Mm]\.?(?![A-Za-z]))"  # 12-hour clock: ``3:00 PM``, ``3:00 p.m.``
+_HM = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+_ISO_DATE = r"\d{4}-\d{2}-\d{2}"
+_ISO = _ISO_DATE + r"(?:[T ]" + _HM + _AP + "?)?" + _ZONE + "?"
+_ISO_TIMED = _ISO_DATE + r"[T ]" + _HM + _AP + "?" + _ZONE + "?"
+# Year first with slashes or dots (``%Y/%m/%d %H:%M``, common in Chinese systems' logs and
+# prompts; ``2026.11.29``).
+_SLASH_DATE = r"\d{4}/\d{1,2}/\d{1,2}|\d{4}\.\d{1,2}\.\d{1,2}"
+_SLASH = r"(?:" + _SLASH_DATE + r")(?:[T ]" + _HM + _AP + "?)?" + _ZONE + "?"
+# Year last: ``11/29/2026, 10:00:00 AM`` (JavaScript's en-US ``toLocaleString()``),
+# ``29/11/2026 10:00`` (en-GB), ``29.11.2026 10:00`` (day first, as every locale that writes
+# dots). With slashes the order is read only when one number cannot be a month.
+_NUM_DATE = r"\d{1,2}/\d{1,2}/\d{4}|\d{1,2}\.\d{1,2}\.\d{4}"
+_NUM = r"(?:" + _NUM_DATE + r")(?:,?[ \t]+(?:at[ \t]+)?" + _HM + _AP + "?)?" + _ZONE + "?"
 _RFC = _WEEKDAY + r"?\d{1,2}[ \t]+" + _MONTH + r"[ \t]+\d{4}[ \t]+\d{2}:\d{2}(?::\d{2})?" \
-       r"[ \t]+(?:[+-]\d{4}|GMT|UTC)"
+       r"[ \t]+(?:[+-]\d{4}|GMT|UTC)(?![A-Za-z0-9+:-])"  # ``UTC+8`` is the English form's
+# C's ``asctime``/Python's ``time.ctime()`` and the ``date`` command:
+# ``Sun Nov 29 10:00:00 2026``, ``Sun Nov 29 10:00:00 UTC 2026``.
+_CTIME = _WEEKDAY + r"?" + _MONTH + r"[ \t]+\d{1,2}[ \t]+\d{1,2}:\d{2}(?::\d{2})?" \
+         r"(?:[ \t]+(?:UTC|GMT|" + _ABBR + r"))?[ \t]+\d{4}(?![\d:])"
 _ZH = r"\d{4}年\d{1,2}月\d{1,2}日(?:[ \t]*(?:星期|周)[一二三四五六日天])?" \
       r"(?:[ \t]*(?:上午|下午|晚上|中午|早上)?[ \t]*\d{1,2}(?:[:：]\d{2}|点(?:\d{1,2}分?)?)" \
       r"(?:[:：]\d{2})?)?" + _ZONE + "?"
-_EN = _WEEKDAY + r"?(?:" + _MONTH + r"[ \t]+\d{1,2}(?:st|nd|rd|th)?,?[ \t]+\d{4}|\d{1,2}[ \t]+" \
-      + _MONTH + r",?[ \t]+\d{4})(?:,?[ \t]+(?:at[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?" \
-      r"(?:[ \t]*[AaPp]\.?[Mm]\.?)?)?" + _ZONE + "?"
+_EN_DATE = _WEEKDAY + r"?(?:" + _MONTH + r"[ \t]+\d{1,2}(?:st|nd|rd|th)?,?[ \t]+\d{4}" \
+           r"|\d{1,2}[ \t]+" + _MONTH + r",?[ \t]+\d{4})"
+_EN = _EN_DATE + r"(?:,?[ \t]+(?:at[ \t]+)?\d{1,2}:\d{2}(?::\d{2})?" + _AP + "?)?" + _ZONE + "?"
+# The time first: ``10:00 AM on Sunday, November 29, 2026``, ``3:00 PM PST, Nov 29, 2026``.
+_TIME_FIRST = _HM + _AP + "?" + _ZONE + r"?(?:,?[ \t]+on|,)?[ \t]+(?:" + _EN_DATE + "|" \
+              + _ISO_DATE + "|" + _SLASH_DATE + "|" + _NUM_DATE + ")" + _ZONE + "?"
 _LABEL = r"(?:(?:the[ \t]+)?current[ \t]+(?:(?:local|utc|gmt|system)[ \t]+)?" \
          r"(?:date[ \t]*(?:and|&|/)[ \t]*time|date[ \t]*time|datetime|time|date)|" \
+         r"(?:local|system)[ \t]+(?:date[ \t]*(?:and|&|/)[ \t]*)?time|" \
          r"today(?:'s[ \t]+date)?|the[ \t]+time|" \
          r"(?:it[ \t]+is[ \t]+)?now|现在(?:时间)?|当前(?:时间|日期)|今天|北京时间)"
 # A labelled statement: the label, "is"/":"/"是" (or nothing), then one of the forms.
@@ -58,16 +102,22 @@ TIME_RE = re.compile(
     r"</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*"
     r"(?:(?:is|was|是|为)[ \t]*[:：]?|=|:|：)?[ \t]*"
-    r"(?P<labelled>" + _RFC + "|" + _ISO + "|" + _SLASH + "|" + _ZH + "|" + _EN + r"))"
+    r"(?P<labelled>" + "|".join((_RFC, _CTIME, _ISO, _SLASH, _NUM, _ZH, _EN, _TIME_FIRST)) + "))"
     r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))"
     # A stamp in square brackets further along a line: CAMEL's "Based on the previous
     # CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ...".
     r"|(?:[\[【][ \t]*(?P<stamp>" + _ISO_TIMED + r")[ \t]*[\]】])",
     re.IGNORECASE | re.MULTILINE)
 
-_ISO_PARTS = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?))?[ \t]*(.*)")
-_SLASH_PARTS = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:[T ](\d{1,2}):(\d{2})"
-                          r"(?::(\d{2}(?:\.\d+)?))?)?[ \t]*(.*)")
+_AP_PARTS = r"(?:[ \t]*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?"
+_ISO_PARTS = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?"
+                        + _AP_PARTS + r")?[ \t]*(.*)")
+_SLASH_PARTS = re.compile(r"(\d{4})([/.])(\d{1,2})\2(\d{1,2})(?:[T ](\d{1,2}):(\d{2})"
+                          r"(?::(\d{2}(?:\.\d+)?))?" + _AP_PARTS + r")?[ \t]*(.*)")
+_NUM_PARTS = re.compile(r"(\d{1,2})([/.])(\d{1,2})\2(\d{4})(?:,?[ \t]+(?:at[ \t]+)?(\d{1,2}):(\d{2})"
+                        r"(?::(\d{2}(?:\.\d+)?))?" + _AP_PARTS + r")?[ \t]*(.*)", re.IGNORECASE)
+_CTIME_PARTS = re.compile(_WEEKDAY + r"?([A-Za-z]+)[ \t]+(\d{1,2})[ \t]+(\d{1,2}):(\d{2})"
+                          r"(?::(\d{2}))?(?:[ \t]+([A-Za-z]+))?[ \t]+(\d{4})", re.IGNORECASE)
 _ZH_PARTS = re.compile(r"(\d{4})年(\d{1,2})月(\d{1,2})日(?:[ \t]*(?:星期|周).)?[ \t]*"
                        r"(上午|下午|晚上|中午|早上)?[ \t]*(?:(\d{1,2})(?:[:：](\d{2})|点(?:(\d{1,2})分?)?)"
                        r"(?:[:：](\d{2}))?)?[ \t]*(.*)")
@@ -75,19 +125,32 @@ _EN_PARTS = re.compile(
     _WEEKDAY + r"?(?:(?P<m1>[A-Za-z]+)[ \t]+(?P<d1>\d{1,2})(?:st|nd|rd|th)?,?[ \t]+(?P<y1>\d{4})"
     r"|(?P<d2>\d{1,2})[ \t]+(?P<m2>[A-Za-z]+),?[ \t]+(?P<y2>\d{4}))"
     r"(?:,?[ \t]+(?:at[ \t]+)?(?P<h>\d{1,2}):(?P<mi>\d{2})(?::(?P<s>\d{2}))?"
-    r"(?:[ \t]*(?P<ap>[AaPp])\.?[Mm]\.?)?)?[ \t]*(?P<zone>.*)", re.IGNORECASE)
+    + _AP_PARTS.replace("([AaPp])", "(?P<ap>[AaPp])") + r")?[ \t]*(?P<zone>.*)", re.IGNORECASE)
+_TIME_FIRST_PARTS = re.compile(
+    r"(?P<time>" + _HM + _AP + r"?)(?P<zone>" + _ZONE + r")?(?:,?[ \t]+on|,)?[ \t]+(?P<date>.*)",
+    re.IGNORECASE)
 _OFFSET = re.compile(r"\(?(?:UTC|GMT)?[ \t]*([+-])(\d{1,2}):?(\d{2})?\)?$", re.IGNORECASE)
 # Written as an offset, whether or not it is a valid one (``UTC-03:238``, ``UTC+25:00``).
 _OFFSET_SHAPED = re.compile(r"\(?(?:UTC|GMT)?[ \t]*[+-]\d+(?::?\d+)?\)?$", re.IGNORECASE)
 
 
-def _zone(text: str, default: tzinfo) -> tzinfo | None:
-    """The zone a suffix states (empty: ``default``); None when it is no zone we read."""
+def _zone(text: str, default: tzinfo, wall: datetime | None = None) -> tzinfo | None:
+    """The zone a suffix states (empty: ``default``); None when it is no zone we read, or an
+    abbreviation that may mean several and none is the default's offset at ``wall``."""
     z = text.strip()
+    if (named := _NAMED.search(z)) is not None and named.start() > 0:
+        z = z[:named.start()]  # the offset before it says it
     if not z:
         return default
+    if z[0] == "(" and z[-1] == ")":
+        z = z[1:-1].strip()
     if z.upper() in ("Z", "UTC", "GMT"):
         return UTC
+    if (offsets := ABBREVIATIONS.get(z)) is not None:
+        own = default.utcoffset(wall)
+        if own is not None and own.total_seconds() in offsets:
+            return default
+        return timezone(timedelta(seconds=offsets[0])) if len(offsets) == 1 else None
     m = _OFFSET.match(z)
     if not m or int(m.group(2)) > 23 or int(m.group(3) or 0) > 59:
         return None  # out of range (``UTC+25:00``, ``-03:60``): no zone, not a wrapped-round one
@@ -95,23 +158,37 @@ def _zone(text: str, default: tzinfo) -> tzinfo | None:
     return timezone(-delta if m.group(1) == "-" else delta)
 
 
-def _at(y: int, mo: int, d: int, h: int, mi: int, s: float, zone: tzinfo | None) -> datetime | None:
-    if zone is None:
-        return None
+def _hour(h: int, ap: str | None) -> int:
+    """The 24-hour clock's hour; -1 (no valid time) for a 12-hour one out of 1-12."""
+    if not ap:
+        return h
+    if not 1 <= h <= 12:
+        return -1
+    return h % 12 + (12 if ap.lower() == "p" else 0)
+
+
+def _at(y: int, mo: int, d: int, h: int, mi: int, s: float, zone_text: str,
+        default: tzinfo) -> datetime | None:
     try:
-        return datetime(y, mo, d, h, mi, int(s), round((s % 1) * 1e6) % 1000000, zone)
+        wall = datetime(y, mo, d, h, mi, int(s), round((s % 1) * 1e6) % 1000000)
     except ValueError:
         return None
+    zone = _zone(zone_text, default, wall)
+    return None if zone is None else wall.replace(tzinfo=zone)
+
+
+def _month(name: str) -> int:
+    name = name.lower()
+    return next((i for i, full in enumerate(_MONTHS, 1) if full.startswith(name[:3])), 0)
 
 
 def _iso(text: str, default: tzinfo) -> datetime | None:
     m = _ISO_PARTS.fullmatch(text.strip())
     if not m:
         return None
-    y, mo, d = (int(x) for x in m.group(1).split("-"))
-    hms = (m.group(2) or "00:00").split(":")
-    s = float(hms[2]) if len(hms) > 2 else 0.0
-    return _at(y, mo, d, int(hms[0]), int(hms[1]), s, _zone(m.group(3), default))
+    return _at(int(m.group(1)), int(m.group(2)), int(m.group(3)),
+               _hour(int(m.group(4) or 0), m.group(7)), int(m.group(5) or 0),
+               float(m.group(6) or 0), m.group(8), default)
 
 
 def parse_stated(text: str, default: tzinfo) -> datetime | None:
@@ -121,8 +198,17 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
         return t
     m = _SLASH_PARTS.fullmatch(text)
     if m:
-        return _at(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4) or 0),
-                   int(m.group(5) or 0), float(m.group(6) or 0), _zone(m.group(7), default))
+        return _at(int(m.group(1)), int(m.group(3)), int(m.group(4)),
+                   _hour(int(m.group(5) or 0), m.group(8)), int(m.group(6) or 0),
+                   float(m.group(7) or 0), m.group(9), default)
+    m = _NUM_PARTS.fullmatch(text)
+    if m:
+        a, b = int(m.group(1)), int(m.group(3))
+        if m.group(2) == "/" and a != b and a <= 12 and b <= 12:
+            return None  # 03/04/2026: March or April, as the writer's locale has it
+        day, month = (a, b) if m.group(2) == "." or a > 12 else (b, a)
+        return _at(int(m.group(4)), month, day, _hour(int(m.group(5) or 0), m.group(8)),
+                   int(m.group(6) or 0), float(m.group(7) or 0), m.group(9), default)
     m = _ZH_PARTS.fullmatch(text)
     if m:
         h = int(m.group(5) or 0)
@@ -130,24 +216,34 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
             h += 12
         mi = int(m.group(6) or m.group(7) or 0)
         return _at(int(m.group(1)), int(m.group(2)), int(m.group(3)), h, mi,
-                   float(m.group(8) or 0), _zone(m.group(9), default))
+                   float(m.group(8) or 0), m.group(9), default)
+    m = _CTIME_PARTS.fullmatch(text)
+    if m:
+        return _at(int(m.group(7)), _month(m.group(1)), int(m.group(2)), int(m.group(3)),
+                   int(m.group(4)), float(m.group(5) or 0), m.group(6) or "", default)
     m = _EN_PARTS.fullmatch(text)
     if m:
-        name = (m.group("m1") or m.group("m2") or "").lower()
-        month = next((i for i, full in enumerate(_MONTHS, 1) if full.startswith(name[:3])), 0)
-        h = int(m.group("h") or 0)
-        if (ap := (m.group("ap") or "").lower()) == "p" and h < 12:
-            h += 12
-        elif ap == "a" and h == 12:
-            h = 0
-        return _at(int(m.group("y1") or m.group("y2")), month,
-                   int(m.group("d1") or m.group("d2")), h, int(m.group("mi") or 0),
-                   float(m.group("s") or 0), _zone(m.group("zone"), default))
+        return _at(int(m.group("y1") or m.group("y2")), _month(m.group("m1") or m.group("m2")),
+                   int(m.group("d1") or m.group("d2")), _hour(int(m.group("h") or 0), m.group("ap")),
+                   int(m.group("mi") or 0), float(m.group("s") or 0), m.group("zone"), default)
+    m = _TIME_FIRST_PARTS.fullmatch(text)
+    if m:
+        # The same statement, date first: each date form above then reads it (no date form
+        # starts with a time, so this recurses once). One zone, after the time or the date.
+        date, zone = m.group("date").strip(), (m.group("zone") or "").strip()
+        if (after := _ZONE_AT_END.search(date)) is not None:
+            if zone:
+                return None
+            date, zone = date[:after.start()], after.group(0).strip()
+        return parse_stated(f"{date} {m.group('time')} {zone}", default)
     try:
         t = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
     return t if t.tzinfo is not None else t.replace(tzinfo=default)
+
+
+_ZONE_AT_END = re.compile(_ZONE + "$", re.IGNORECASE)
 
 
 # Every form a statement is parsed in holds a digit (the tag's content too, or it parses to

@@ -55,6 +55,11 @@ TIME_FORMS: dict[str, Callable[[datetime], str]] = {
     "zh-date": lambda t: f"当前时间：{_zh(t)}",
     "rfc2822": lambda t: "Current time: " + t.strftime("%a, %d %b %Y %H:%M:%S %z"),
     "no-zone": lambda t: f"Current time: {t.replace(tzinfo=None).isoformat()}",
+    "js": lambda t: t.strftime("Current time: %a %b %d %Y %H:%M:%S GMT%z (Local Time)"),
+    "ctime": lambda t: t.strftime("Current time: %a %b %d %H:%M:%S %Y"),
+    "12-hour": lambda t: t.strftime("Current time: %Y-%m-%d %I:%M:%S %p %z"),
+    "time-first": lambda t: t.strftime("Now: %I:%M:%S %p on %A, %B %d, %Y (UTC%z)"),
+    "day-first": lambda t: t.strftime("Local time: %d.%m.%Y %H:%M:%S %z"),
 }
 
 
@@ -196,7 +201,14 @@ def track(call: str, as_of: str) -> list[Message]:
     # BeeAI's ToolCallingAgent system prompt: "is" and a colon both.
     "The current date and time is: 2026-11-29T02:00:00Z", "现在时间是：2026-11-29 10:00",
     "Today is Sunday, November 29, 2026 10:00 AM.",
-    "It is now 2026/11/29 10:00 (Asia/Shanghai).", "当前时间：2026/11/29 10:00:00"])
+    "It is now 2026/11/29 10:00 (Asia/Shanghai).", "当前时间：2026/11/29 10:00:00",
+    # JavaScript's Date.toString() and en-US toLocaleString(), C's ctime, a 12-hour clock
+    # after an ISO date, the time first, day first with dots, a zone abbreviation.
+    "Current time: Sun Nov 29 2026 10:00:00 GMT+0800 (China Standard Time)",
+    "Current time: 11/29/2026, 10:00:00 AM", "Current time: Sun Nov 29 10:00:00 2026",
+    "Current time: 2026-11-29 10:00 AM", "Now: 10:00 AM on Sunday, November 29, 2026",
+    "Local time: 29.11.2026 10:00", "Current time: 2026-11-28 18:00 PST",
+    "Current time: 2026-11-29 10:00 CST"])
 def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
     old = track("c1", "2026-11-28T10:00:00+08:00")
     r = Request(system="You are a customer-service assistant.", tools=TOOLS,
