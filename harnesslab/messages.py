@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
@@ -569,3 +570,24 @@ def dumps(obj: Message | Request) -> str:
     """Canonical JSON text of a message or request (sorted keys, no ASCII escaping)."""
     d = message_to_dict(obj) if isinstance(obj, Message) else request_to_dict(obj)
     return canonical_json(d)
+
+
+# JSON's ``\uXXXX`` escapes of non-ASCII text, as ``json.dumps`` writes it by default
+# (``ensure_ascii``): a harness that serialises a message or its state as JSON sends
+# "\u8ba2\u5355", which a model reads as 订单: the fake model's reading and the leak checks do
+# too. Also escaped again
+# (JSON in a JSON string). ASCII escapes are left as written, so JSON stays JSON.
+_ESCAPE_RE = re.compile(r"\\+u(?:([dD][89abAB][0-9a-fA-F]{2})\\+u([dD][c-fC-F][0-9a-fA-F]{2})"
+                        r"|([0-9a-fA-F]{4}))")
+
+
+def _unescape(m: re.Match[str]) -> str:
+    if m.group(1):
+        return chr(0x10000 + ((int(m.group(1), 16) - 0xD800) << 10) + int(m.group(2), 16) - 0xDC00)
+    cp = int(m.group(3), 16)
+    return chr(cp) if cp >= 0x80 and not 0xD800 <= cp < 0xE000 else m.group(0)
+
+
+def readable(text: str) -> str:
+    """``text`` as a model reads it: JSON's escapes of non-ASCII characters decoded."""
+    return _ESCAPE_RE.sub(_unescape, text) if "\\u" in text else text

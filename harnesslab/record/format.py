@@ -40,6 +40,7 @@ from harnesslab.messages import (
     block_texts,
     canonical_json,
     message_from_dict,
+    readable,
 )
 from harnesslab.sim.intents import ID_PATTERNS, is_example
 from harnesslab.tokens.kinds import script_kind
@@ -214,16 +215,17 @@ class Record:
         """Which of ``values`` the counted texts of a stored request contain. Read message by
         message (a value without a line feed cannot span two of them), and remembered per
         message, not per request: leak checks ask this of every call."""
+        # A text is searched as a model reads it: a value escaped as JSON is shown all the same.
         if any("\n" in v for v in values):
-            text = self.request_text(ref)
+            text = readable(self.request_text(ref))
             return frozenset(v for v in values if v in text)
         known = self._private_shown
         shown = known.get(ref["n"]) if known is not None and "n" in ref else None
         if shown is not None and set(values) <= self._private_strings:
             # What the writer noted: no message is read back, nothing is kept per message.
             hits = set(shown.intersection(values))
-            hits.update(v for v in values
-                        if v in self.blobs[ref["system"]] or v in self.blobs[ref["summary"]])
+            heads = readable(self.blobs[ref["system"]]) + "\n" + readable(self.blobs[ref["summary"]])
+            hits.update(v for v in values if v in heads)
             return frozenset(hits)
         seen = self._shows.setdefault(values, {})
         out: set[str] = set()
@@ -231,7 +233,8 @@ class Record:
             f = seen.get(h)
             if f is None:
                 data = self.blobs[h]
-                text = data if isinstance(data, str) else message_text(message_from_dict(data))
+                text = readable(data if isinstance(data, str)
+                                else message_text(message_from_dict(data)))
                 f = seen[h] = frozenset(v for v in values if v in text)
             out |= f
         return frozenset(out)

@@ -26,6 +26,7 @@ from harnesslab.messages import (
     block_to_dict,
     message_images,
     message_to_dict,
+    readable,
 )
 from harnesslab.record.format import (
     CALL_EVENTS,
@@ -175,8 +176,10 @@ class _Sums:
 
 
 def _measure(text: str, declared: Declared, images: int = 0) -> _Sums:
+    # The script counts are of the text as sent (what an estimate counts); the declared facts
+    # of the text as a model reads it (JSON's escapes decoded, as the fake model reads them).
     return _Sums(sum(text.count(c) for c in _BRACES), *script_counts(text), len(text), images,
-                 declared.found(text))
+                 declared.found(readable(text)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,7 +316,9 @@ class RecordWriter:
                 self._by_text.popitem(last=False)  # the oldest: full, it stays as full
             sums = _measure(text, self.declared)
             if self._private:
-                shown = frozenset(v for v in self._private if v in text)
+                # Escaped as JSON (``\u4e0a\u6d77...``) a value is shown all the same.
+                seen = readable(text)
+                shown = frozenset(v for v in self._private if v in seen)
                 if shown:
                     sums = replace(sums, private=shown)
             self._by_text[text] = sums
@@ -440,7 +445,7 @@ class RecordWriter:
                 else:  # a declared phrase with a line feed: search the whole text
                     text = serialized_text(req.system, req.summary,
                                            (message_text(m) for m in req.messages))
-                    e["present"] = self.declared.present(text)
+                    e["present"] = self.declared.present(readable(text))
                     e["kind"] = content_kind(text)
                 e["images"] = sums.images
         if "reply" in e and isinstance(e["reply"], tuple):

@@ -131,7 +131,9 @@ class View:
         self._layout = self._reader.layout(request.messages)
         # System and summary are always present, so the messages start after both "\n"s.
         self._heads = (reader_head := self._reader.head)(request.system), reader_head(request.summary)
-        self._base = base = len(request.system) + len(request.summary) + 2
+        # Offsets are in the text as read (segments.readable), the heads' as the messages'.
+        self._summary_at = len(self._heads[0].text) + 1
+        self._base = base = self._summary_at + len(self._heads[1].text) + 1
         self._end = base + self._layout.end
         # Whether every reading can be taken from the layout's running marks: no phrase that
         # could span two segments, no tag left open at a segment's end.
@@ -151,14 +153,14 @@ class View:
 
     @cached_property
     def text(self) -> str:
-        return "\n".join([self.request.system, self.request.summary,
+        return "\n".join([self._heads[0].text, self._heads[1].text,
                           *[s.text for s in self._layout.segs if s.pieces]])
 
     def _placed(self) -> Iterator[tuple[int, Segment]]:
         """Every segment that shows something, with its offset in the text (the others can
         hold no match)."""
         yield 0, self._heads[0]
-        yield len(self.request.system) + 1, self._heads[1]
+        yield self._summary_at, self._heads[1]
         segs, starts, base = self._layout.segs, self._layout.starts, self._base
         for i in self._layout.marked:
             yield base + starts[i], segs[i]
@@ -289,7 +291,7 @@ class View:
 
     @cached_property
     def tags(self) -> list[tuple[int, str, str]]:
-        heads = ((0, self._heads[0]), (len(self.request.system) + 1, self._heads[1]))
+        heads = ((0, self._heads[0]), (self._summary_at, self._heads[1]))
         if not (self._layout.last_marks.open_tag or any(seg.open_tag for _, seg in heads)):
             base = self._base
             return [(off + p, kind, body) for off, seg in heads for p, kind, body in seg.tags] \
@@ -312,14 +314,14 @@ class View:
             # same order (phrases, the system prompt's and summary's first; then utterances;
             # then tags).
             marks, base = self._layout.last_marks, self._base
-            for off, seg in ((0, self._heads[0]), (len(self.request.system) + 1, self._heads[1])):
+            for off, seg in ((0, self._heads[0]), (self._summary_at, self._heads[1])):
                 for c, p in seg.phrases.items():
                     see(c, off + p)
             for c, p in marks.phrases.items():
                 see(c, base + p)
             for c, p in marks.said.items():
                 see(c, base + p)
-            for off, seg in ((0, self._heads[0]), (len(self.request.system) + 1, self._heads[1])):
+            for off, seg in ((0, self._heads[0]), (self._summary_at, self._heads[1])):
                 for p, kind, body in seg.tags:
                     if kind == "constraint" and body in _CONSTRAINTS:
                         see(Constraint(body), off + p)
@@ -357,7 +359,7 @@ class View:
         if Constraint.CHINESE in self.constraints:
             return "zh"
         if text is None:
-            text = self.text[len(self.request.system) + 1:]
+            text = self.text[self._summary_at:]
         return "zh" if has_cjk(text) else "en"
 
     def ordered_constraints(self) -> list[Constraint]:
@@ -408,7 +410,7 @@ class View:
     def outside_results(self) -> Iterator[tuple[int, str]]:
         """Every segment's text with its offset, tool results cut out (a tool's output is not
         the harness's words), marked or not: for the judge's readings (``zones``, notices)."""
-        heads = [(0, self._heads[0]), (len(self.request.system) + 1, self._heads[1])]
+        heads = [(0, self._heads[0]), (self._summary_at, self._heads[1])]
         for off, seg in [*heads, *((self._base + st, sg) for st, sg in
                                    zip(self._layout.starts, self._layout.segs, strict=True))]:
             at = 0

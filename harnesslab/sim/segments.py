@@ -26,7 +26,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from harnesslab.messages import Block, Message, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
+from harnesslab.messages import (
+    Block,
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    block_texts,
+    readable,
+)
 from harnesslab.sim.facts import result_reading
 from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Claim, Constraint, Intent, is_example
 from harnesslab.sim.times import stated_times
@@ -274,16 +282,18 @@ def read_message(m: Message, lexicon: Mapping[str, Intent],
             results.append(Result(pos, j, b, text, fields))
         elif isinstance(b, ToolCallBlock):
             calls.append((b.id, _call_args(b)))
-        elif isinstance(b, TextBlock) and 'tool' in b.text and (
-                '"tool"' in b.text or '\\"tool\\"' in b.text):
-            results += _quoted_results(b.text, pos, j, vocab)
+        else:
+            ps = tuple(readable(p) for p in ps)
+            if isinstance(b, TextBlock) and 'tool' in ps[0] and (
+                    '"tool"' in ps[0] or '\\"tool\\"' in ps[0]):
+                results += _quoted_results(ps[0], pos, j, vocab)
         for t in ps:
             texts.append(t)
             pos += len(t) + 1
     utterance = None
     mentions: tuple[tuple[int, str, Intent], ...] = ()
     if m.role == "user":
-        plain = m.plain_text()
+        plain = readable(m.plain_text())
         found = utterances_in(plain, lexicon, pattern)
         if found:
             # Of several, the last is the question: a harness puts the retrieved memory or
@@ -376,6 +386,6 @@ class Reader:
     def head(self, text: str) -> Segment:
         seg = self._heads.get(text) or self._heads_before.get(text)
         if seg is None:
-            seg = _read(text, 1, self.phrases, self.zone, (), self.vocab.patterns)
+            seg = _read(readable(text), 1, self.phrases, self.zone, (), self.vocab.patterns)
         self._heads[text] = seg
         return seg

@@ -20,7 +20,8 @@ Not read (a documented limit): a bare date or time in running text, relative tim
 hours"), other calendars, times inside tool results (those are facts' times, not "now"), and
 a statement that could mean two times (``03/04/2026``; ``CST`` in a scenario whose zone is
 none of China's, US Central's or Cuba's): guessed, "now" could be hours or months off.
-Every pattern stays on one line, so no statement runs across two messages' texts.
+Every pattern stays on one line but the Markdown heading's (its value on the line after), and
+each message is read on its own, so no statement runs across two messages' texts.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from email.utils import parsedate_to_datetime
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 __all__ = ["TIME_RE", "ZONE_RE", "parse_stated", "stated_times", "stated_zones"]
 
@@ -55,12 +57,18 @@ ABBREVIATIONS: dict[str, tuple[int, ...]] = {
 }
 # Upper case only, as written (``est`` in running text is no zone).
 _ABBR = "(?-i:" + "|".join(sorted(ABBREVIATIONS, key=len, reverse=True)) + ")"
-# A zone after a time: an offset with or without ``UTC``/``GMT`` (the longer form first, so
-# ``GMT+0800`` is not read as GMT), ``Z``, ``UTC``, ``GMT`` or an abbreviation above; then,
-# optionally, the zone's name in brackets (JavaScript's ``Date.toString()``:
-# ``GMT+0800 (China Standard Time)``).
-_ZONE = r"(?:[ \t]*(?:\(?(?:UTC|GMT)[ \t]?[+-]\d{1,2}(?::?\d{2})?\)?|[+-]\d{2}:?\d{2}" \
-        r"|\(?(?:Z|UTC|GMT|" + _ABBR + r")\)?)(?![A-Za-z0-9])(?:[ \t]*\([A-Za-z][A-Za-z .'-]*\))?)"
+# A zone after a time: an offset, bare or after a name (``GMT+0800``, the longer form first so
+# it is not read as GMT; Python's ``%Z%z``: ``PST-0800``, ``+08+0800`` for a zone without an
+# abbreviation, ``UTC+08:00+0800`` for a fixed offset), the offset saying it; ``Z``, ``UTC``,
+# ``GMT`` or an abbreviation above; then, optionally, the zone's name in brackets
+# (JavaScript's ``Date.toString()``: ``GMT+0800 (China Standard Time)``); or a zone's IANA name
+# in brackets, with its offset or not (Cline's ``(Asia/Shanghai, UTC+8:00)``).
+_ZONE = r"(?:[ \t]*(?:\(?(?:(?:UTC|GMT)[+-]\d{2}:\d{2}(?=[+-])|UTC|GMT|(?-i:[A-Z]{2,5})" \
+        r"|[+-]\d{2}(?=[+-]))?[ \t]?[+-]\d+(?::?\d+)?\)?|\(?(?:Z|UTC|GMT|" + _ABBR + r")\)?" \
+        r"|\([A-Za-z_]+(?:/[A-Za-z0-9_+-]+)+(?:,[ \t]*(?:UTC|GMT)?[ \t]?[+-]\d+(?::?\d+)?)?\))" \
+        r"(?![A-Za-z0-9:+-])(?:[ \t]*\([A-Za-z][A-Za-z .'-]*\))?)"
+# (An offset's digits are taken whole, so one out of range, ``UTC-03:238``, is no zone and its
+# statement is not read, rather than read in part.)
 _NAMED = re.compile(r"[ \t]*\([A-Za-z][A-Za-z .'-]*\)$")
 _AP = r"(?:[ \t]*[AaPp]\.?[Mm]\.?(?![A-Za-z]))"  # 12-hour clock: ``3:00 PM``, ``3:00 p.m.``
 _HM = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
@@ -68,9 +76,9 @@ _ISO_DATE = r"\d{4}-\d{2}-\d{2}"
 _ISO = _ISO_DATE + r"(?:[T ]" + _HM + _AP + "?)?" + _ZONE + "?"
 _ISO_TIMED = _ISO_DATE + r"[T ]" + _HM + _AP + "?" + _ZONE + "?"
 # Year first with slashes or dots (``%Y/%m/%d %H:%M``, common in Chinese systems' logs and
-# prompts; ``2026.11.29``).
+# prompts; ``2026.11.29``; JavaScript's zh-CN and ja-JP ``2026/11/29 上午10:00:00``).
 _SLASH_DATE = r"\d{4}/\d{1,2}/\d{1,2}|\d{4}\.\d{1,2}\.\d{1,2}"
-_SLASH = r"(?:" + _SLASH_DATE + r")(?:[T ]" + _HM + _AP + "?)?" + _ZONE + "?"
+_SLASH = r"(?:" + _SLASH_DATE + r")(?:[T ](?:上午|下午|午前|午後)?" + _HM + _AP + "?)?" + _ZONE + "?"
 # Year last: ``11/29/2026, 10:00:00 AM`` (JavaScript's en-US ``toLocaleString()``),
 # ``29/11/2026 10:00`` (en-GB), ``29.11.2026 10:00`` (day first, as every locale that writes
 # dots). With slashes the order is read only when one number cannot be a month.
@@ -96,13 +104,24 @@ _LABEL = r"(?:(?:the[ \t]+)?current[ \t]+(?:(?:local|utc|gmt|system)[ \t]+)?" \
          r"(?:local|system)[ \t]+(?:date[ \t]*(?:and|&|/)[ \t]*)?time|" \
          r"today(?:'s[ \t]+date)?|the[ \t]+time|" \
          r"(?:it[ \t]+is[ \t]+)?now|现在(?:时间)?|当前(?:时间|日期)|今天|北京时间)"
-# A labelled statement: the label, "is"/":"/"是" (or nothing), then one of the forms.
+_FORMS = "|".join((_RFC, _CTIME, _ISO, _SLASH, _NUM, _ZH, _EN, _TIME_FIRST))
+# A labelled statement: the label, the format it is in (Roo Code's "Current time in ISO 8601
+# UTC format:") or its zone in brackets ("Current time (UTC+8):", the zone of a time that
+# states none), "is"/":"/"是" (or nothing), then one of the forms. Or the label as a Markdown
+# heading and the time on the next line (Cline's "# Current Time\n11/29/2026, 10:00:00 AM
+# (Asia/Shanghai, UTC+8:00)").
 TIME_RE = re.compile(
     r"(?:<(?P<tagname>current[-_](?:date[-_]?time|time|date))>[ \t]*(?P<tag>[^<\n]+?)[ \t]*"
     r"</(?P=tagname)>)"
-    r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])[ \t]*"
+    r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])(?:[ \t]+in[ \t]+[^:\n]{0,40}?[ \t]format)?"
+    r"(?:[ \t]*\((?P<lzone>[^()\n]{1,40})\))?[ \t]*"
     r"(?:(?:is|was|是|为)[ \t]*[:：]?|=|:|：)?[ \t]*"
-    r"(?P<labelled>" + "|".join((_RFC, _CTIME, _ISO, _SLASH, _NUM, _ZH, _EN, _TIME_FIRST)) + "))"
+    r"(?P<labelled>" + _FORMS + "))"
+    r"|(?:^[ \t]*#{1,6}[ \t]*current[ \t]+(?:date[ \t]*(?:and|&|/)[ \t]*)?(?:time|date)[ \t]*\r?\n"
+    r"[ \t]*(?P<heading>" + _FORMS + "))"
+    # A JSON field: Letta (MemGPT) sends each user message as {"type": "user_message",
+    # "message": ..., "time": "2026-11-29 10:00:00 AM CST+0800"}.
+    r"|(?:\"(?:(?:current|local)_)?(?:time|date_?time)\"[ \t]*:[ \t]*\"(?P<json>[^\"\n]+)\")"
     r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))"
     # A stamp in square brackets further along a line: CAMEL's "Based on the previous
     # CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ...".
@@ -112,7 +131,7 @@ TIME_RE = re.compile(
 _AP_PARTS = r"(?:[ \t]*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?"
 _ISO_PARTS = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?"
                         + _AP_PARTS + r")?[ \t]*(.*)")
-_SLASH_PARTS = re.compile(r"(\d{4})([/.])(\d{1,2})\2(\d{1,2})(?:[T ](\d{1,2}):(\d{2})"
+_SLASH_PARTS = re.compile(r"(\d{4})([/.])(\d{1,2})\2(\d{1,2})(?:[T ](上午|下午|午前|午後)?(\d{1,2}):(\d{2})"
                           r"(?::(\d{2}(?:\.\d+)?))?" + _AP_PARTS + r")?[ \t]*(.*)")
 _NUM_PARTS = re.compile(r"(\d{1,2})([/.])(\d{1,2})\2(\d{4})(?:,?[ \t]+(?:at[ \t]+)?(\d{1,2}):(\d{2})"
                         r"(?::(\d{2}(?:\.\d+)?))?" + _AP_PARTS + r")?[ \t]*(.*)", re.IGNORECASE)
@@ -129,7 +148,8 @@ _EN_PARTS = re.compile(
 _TIME_FIRST_PARTS = re.compile(
     r"(?P<time>" + _HM + _AP + r"?)(?P<zone>" + _ZONE + r")?(?:,?[ \t]+on|,)?[ \t]+(?P<date>.*)",
     re.IGNORECASE)
-_OFFSET = re.compile(r"\(?(?:UTC|GMT)?[ \t]*([+-])(\d{1,2}):?(\d{2})?\)?$", re.IGNORECASE)
+_OFFSET = re.compile(r"\(?(?:(?:UTC|GMT)[+-]\d{2}:\d{2}(?=[+-])|UTC|GMT|[A-Z]{2,5}|[+-]\d{2}(?=[+-]))?"
+                     r"[ \t]*([+-])(\d{1,2}):?(\d{2})?\)?$", re.IGNORECASE)
 # Written as an offset, whether or not it is a valid one (``UTC-03:238``, ``UTC+25:00``).
 _OFFSET_SHAPED = re.compile(r"\(?(?:UTC|GMT)?[ \t]*[+-]\d+(?::?\d+)?\)?$", re.IGNORECASE)
 
@@ -144,6 +164,13 @@ def _zone(text: str, default: tzinfo, wall: datetime | None = None) -> tzinfo | 
         return default
     if z[0] == "(" and z[-1] == ")":
         z = z[1:-1].strip()
+    if "," in z:  # "Asia/Shanghai, UTC+8:00": the offset says it
+        z = z.rsplit(",", 1)[1].strip()
+    elif "/" in z:
+        try:
+            return ZoneInfo(z)
+        except (ZoneInfoNotFoundError, ValueError):
+            return None
     if z.upper() in ("Z", "UTC", "GMT"):
         return UTC
     if (offsets := ABBREVIATIONS.get(z)) is not None:
@@ -198,9 +225,12 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
         return t
     m = _SLASH_PARTS.fullmatch(text)
     if m:
+        mark = {"上午": "a", "午前": "a", "下午": "p", "午後": "p"}.get(m.group(5) or "")
+        if mark and m.group(9):
+            return None  # 上午 and AM both
         return _at(int(m.group(1)), int(m.group(3)), int(m.group(4)),
-                   _hour(int(m.group(5) or 0), m.group(8)), int(m.group(6) or 0),
-                   float(m.group(7) or 0), m.group(9), default)
+                   _hour(int(m.group(6) or 0), mark or m.group(9)), int(m.group(7) or 0),
+                   float(m.group(8) or 0), m.group(10), default)
     m = _NUM_PARTS.fullmatch(text)
     if m:
         a, b = int(m.group(1)), int(m.group(3))
@@ -243,7 +273,7 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
     return t if t.tzinfo is not None else t.replace(tzinfo=default)
 
 
-_ZONE_AT_END = re.compile(_ZONE + "$", re.IGNORECASE)
+_ZONE_AT_END = re.compile(r"[ \t]" + _ZONE + "$", re.IGNORECASE)  # "2026-11-29": no zone "-29"
 
 
 # Every form a statement is parsed in holds a digit (the tag's content too, or it parses to
@@ -260,8 +290,12 @@ def stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
 
 def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
     for m in TIME_RE.finditer(text):
-        raw = m.group("tag") or m.group("labelled") or m.group("prefix") or m.group("stamp")
-        t = parse_stated(raw, default)
+        raw = m.group("tag") or m.group("labelled") or m.group("json") or m.group("heading") \
+            or m.group("prefix") or m.group("stamp")
+        zone: tzinfo = default
+        if m.group("lzone"):  # the label's zone, for a time that states none
+            zone = _zone(m.group("lzone"), default) or default
+        t = parse_stated(raw, zone)
         if t is not None:
             yield m.start(), t
 
@@ -271,7 +305,7 @@ def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
 # ``时区：UTC+8``; the value an offset, UTC/GMT/Z, or an IANA name.
 ZONE_RE = re.compile(
     r"(?:<(?P<tagname>time[-_ ]?zone|tz)>[ \t]*(?P<tag>[^<\n]+?)[ \t]*</(?P=tagname)>)"
-    r"|(?:(?<![A-Za-z])(?:(?:the[ \t]+)?(?:user'?s[ \t]+|local[ \t]+)?time[ \t]?zone|时区)"
+    r"|(?:(?<![A-Za-z])(?:(?:the[ \t]+)?(?:user(?:'?s)?[ \t]+|local[ \t]+)?time[ \t]?zone|时区)"
     r"(?![A-Za-z])[ \t]*(?:(?:is|是|为)[ \t]*[:：]?|=|:|：)[ \t]*(?P<labelled>[A-Za-z_]+/[A-Za-z0-9_/+-]+"
     r"|(?:UTC|GMT)(?:[ \t]*[+-]\d+(?::?\d+)?)?|[+-]\d{2}:?\d+|Z)(?![A-Za-z0-9/]))",
     re.IGNORECASE)
@@ -283,17 +317,10 @@ def stated_zones(text: str, at: datetime) -> Iterator[tuple[int, timedelta | str
     out of range), which names a zone that is not the user's whichever the user's is; None for
     a name that is no offset and that this machine's zone database does not know, read as no
     statement by callers (an unknown word may be a zone we cannot read, not a wrong one)."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     for m in ZONE_RE.finditer(text):
         raw = (m.group("tag") or m.group("labelled")).strip()
         zone = _zone(raw, UTC)
         if zone is None and _OFFSET_SHAPED.match(raw):
             yield m.start(), raw
             continue
-        if zone is None and "/" in raw:
-            try:
-                zone = ZoneInfo(raw)
-            except (ZoneInfoNotFoundError, ValueError):
-                zone = None
         yield m.start(), zone.utcoffset(at) if zone is not None else None

@@ -16,6 +16,7 @@ from harnesslab.messages import (
     ToolResultBlock,
     dumps,
     message_images,
+    readable,
 )
 from harnesslab.record.format import CALL_EVENTS, Declared, Record, content_kind
 from harnesslab.record.writer import RecordWriter
@@ -34,7 +35,7 @@ def test_every_call_records_what_its_whole_text_shows(suite: Suite) -> None:
         for e in rec.of_type(*CALL_EVENTS):
             text = rec.request_text(e["request"])
             req = rec.request(e["request"])
-            assert e["present"] == declared.present(text), (path, e["call"])
+            assert e["present"] == declared.present(readable(text)), (path, e["call"])
             assert e["kind"] == content_kind(text), (path, e["call"])
             assert e["images"] == sum(1 for m in req.messages for _ in message_images(m))
             calls += 1
@@ -74,6 +75,28 @@ def test_requests_that_grow_shrink_and_change_hash_as_their_canonical_json() -> 
         assert e["present"] == d.present(text)
         assert e["kind"] == content_kind(text)
         assert e["images"] == sum(1 for m in r.messages for _ in message_images(m))
+
+
+def test_what_json_escapes_is_shown_all_the_same(tmp_path: Path) -> None:
+    """A value escaped as JSON (json.dumps' default) is shown to the model as written out:
+    present, and a leak, both as the writer noted it and read back from the file."""
+    d = Declared(ids=["O-1001"], constraints={"brevity": ["简单一点"]})
+    value = "上海市浦东新区"
+    escaped = json.dumps({"message": "O-1001 回答简单一点", "address": value})
+    assert "简单" not in escaped and value not in escaped
+    plain = Request(system="s", messages=(Message.text("user", "O-1001 nothing private"),))
+    shown = Request(system="s", messages=(Message.text("user", escaped),))
+    path = tmp_path / "r.jsonl"
+    w = RecordWriter({"private": {"U-2": [value]}}, d, path)
+    for n, r in enumerate((plain, shown), start=1):
+        w.emit({"type": "model_call", "call": n, "request": r})
+    w.close()
+    live = w.record.of_type("model_call")
+    assert [e["present"]["constraints"] for e in live] == [[], ["brevity"]]
+    assert [w.record.shows(e["request"], (value,)) for e in live] == [frozenset(), {value}]
+    back = Record.load(path, finished=False)
+    assert [back.shows(e["request"], (value,)) for e in back.of_type("model_call")] == \
+        [frozenset(), {value}]
 
 
 def test_the_facts_a_writer_noted_are_those_the_file_gives(tmp_path: Path) -> None:

@@ -37,6 +37,8 @@ USER_DECORATIONS: dict[str, Callable[[str], str]] = {
     "block-before": lambda q: "Relevant notes from earlier sessions:\n- none on file\n\n" + q,
     "block-after": lambda q: q + "\n\n<system-reminder>Use the tools when you need live "
                              "data.</system-reminder>",
+    # Serialised as JSON by json.dumps' default: non-ASCII escaped (\u90a3\u6211...).
+    "json-escaped": lambda q: json.dumps({"type": "user_message", "message": q}),
 }
 _TAG = re.compile(r"<current-time>([^<\n]+)</current-time>")
 
@@ -60,6 +62,7 @@ TIME_FORMS: dict[str, Callable[[datetime], str]] = {
     "12-hour": lambda t: t.strftime("Current time: %Y-%m-%d %I:%M:%S %p %z"),
     "time-first": lambda t: t.strftime("Now: %I:%M:%S %p on %A, %B %d, %Y (UTC%z)"),
     "day-first": lambda t: t.strftime("Local time: %d.%m.%Y %H:%M:%S %z"),
+    "json-field": lambda t: json.dumps({"time": t.strftime("%Y-%m-%d %I:%M:%S %p %Z%z")}),
 }
 
 
@@ -208,7 +211,12 @@ def track(call: str, as_of: str) -> list[Message]:
     "Current time: 11/29/2026, 10:00:00 AM", "Current time: Sun Nov 29 10:00:00 2026",
     "Current time: 2026-11-29 10:00 AM", "Now: 10:00 AM on Sunday, November 29, 2026",
     "Local time: 29.11.2026 10:00", "Current time: 2026-11-28 18:00 PST",
-    "Current time: 2026-11-29 10:00 CST"])
+    "Current time: 2026-11-29 10:00 CST",
+    # Cline's and Roo Code's environment details.
+    "<environment_details>\n# Current Time\n11/29/2026, 10:00:00 AM (Asia/Shanghai, UTC+8:00)\n"
+    "</environment_details>\n",
+    "# Current Time\nCurrent time in ISO 8601 UTC format: 2026-11-29T02:00:00.000Z\n"
+    "User time zone: Asia/Shanghai, UTC+8:00\n"])
 def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
     old = track("c1", "2026-11-28T10:00:00+08:00")
     r = Request(system="You are a customer-service assistant.", tools=TOOLS,
@@ -222,6 +230,29 @@ def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
     r = decorate_user(r, len(r.messages) - 1, lambda _q: WAIT)
     got = model().reply(r)
     assert got.annotations["now"] is None and got.annotations["reason"] == "fresh_fact"
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_a_message_serialised_as_json_is_read_as_a_model_reads_it(ascii_only: bool) -> None:
+    # Letta (MemGPT) sends each user message as JSON with the time it was sent; json.dumps
+    # escapes the Chinese unless told not to, and a model reads the escapes as the text.
+    old = track("c1", "2026-11-28T10:00:00+08:00")
+
+    def ask(text: str) -> dict[str, Any]:
+        r = Request(system="You are a customer-service assistant.", tools=TOOLS,
+                    messages=(Message.text("user", ASK), *old, Message.text("assistant", "好的"),
+                              Message.text("user", text)))
+        return dict(model().reply(r).annotations)
+
+    def packed(message: str, **more: str) -> str:
+        return json.dumps({"type": "user_message", "message": message, **more},
+                          ensure_ascii=ascii_only)
+
+    got = ask(packed(WAIT, time="2026-11-29 10:00:00 AM CST+0800"))
+    assert got["now"] == "2026-11-29T10:00:00+08:00" and got["reason"] == "stale_fact"
+    # Controls: without the field now is unknown; another question's escapes are not this one.
+    assert ask(packed(WAIT))["reason"] == "fresh_fact"
+    assert ask(packed(WAIT[:-2] + "呀？"))["reason"] == "utterance_not_found"
 
 
 def test_a_time_in_a_tool_result_is_not_now() -> None:

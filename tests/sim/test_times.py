@@ -54,6 +54,27 @@ def at(iso: str) -> datetime:
     ("Current time: 2026-11-28 18:00 PST", "2026-11-28T18:00:00-08:00"),
     ("Current time: 2026-11-29 10:00 JST", "2026-11-29T10:00:00+09:00"),
     ("Current time: 2026-11-29 10:00 CST", "2026-11-29T10:00:00+08:00"),
+    # Python's %Z%z: the offset says it, whatever the name before it.
+    ("Current time: 2026-11-29 10:00 PST-0800", "2026-11-29T10:00:00-08:00"),
+    ("Current time: 2026-11-29 10:00 CST+0800", "2026-11-29T10:00:00+08:00"),
+    ("Current time: 2026-11-29 10:00 +08+0800", "2026-11-29T10:00:00+08:00"),
+    ("Current time: 2026-11-29 10:00 UTC+08:00+0800", "2026-11-29T10:00:00+08:00"),
+    # A JSON field: Letta's packaged user message, and its kin.
+    ('{"type": "user_message", "message": "hi", "time": "2026-11-29 10:00:00 AM UTC+0800"}',
+     "2026-11-29T10:00:00+08:00"),
+    ('{"current_time": "2026-11-29T02:00:00Z"}', "2026-11-29T02:00:00+00:00"),
+    # Cline's environment details: a Markdown heading, the time on the next line, JavaScript's
+    # en-US (or zh-CN) format, the zone's name and offset in brackets.
+    ("<environment_details>\n# Current Time\n11/29/2026, 10:00:00 AM (America/Los_Angeles, "
+     "UTC-8:00)\n</environment_details>", "2026-11-29T10:00:00-08:00"),
+    ("# Current Time\n2026/11/29 下午3:00:00 (Asia/Shanghai, UTC+8:00)", "2026-11-29T15:00:00+08:00"),
+    # Roo Code's: the format named after the label.
+    ("# Current Time\nCurrent time in ISO 8601 UTC format: 2026-11-29T02:00:00.000Z\n"
+     "User time zone: Asia/Shanghai, UTC+8:00", "2026-11-29T02:00:00+00:00"),
+    # The zone in the label, for a time that states none; an IANA name after the time.
+    ("Current time (UTC): 2026-11-29 02:00:00", "2026-11-29T02:00:00+00:00"),
+    ("Current time (UTC-5): 2026-11-29 10:00", "2026-11-29T10:00:00-05:00"),
+    ("It is now 2026/11/29 10:00 (Europe/Berlin).", "2026-11-29T10:00:00+01:00"),
     # Lower case is a word, not a zone: the scenario's zone.
     ("Current time: 2026-11-29 10:00 est. delivery soon", "2026-11-29T10:00:00+08:00"),
     ("Current time: 2026-11-29 10:00 (UTC)", "2026-11-29T10:00:00+00:00"),
@@ -62,6 +83,19 @@ def test_a_form_is_read_as_the_time_it_states(text: str, expected: str) -> None:
     got = now_in(text)
     assert got is not None, text
     assert got == at(expected) and got.utcoffset() == at(expected).utcoffset()
+
+
+def test_a_zone_named_in_the_label_does_not_override_the_times_own() -> None:
+    assert now_in("Current time (UTC): 2026-11-29T10:00:00+08:00") == at("2026-11-29T10:00:00+08:00")
+    # A bracket that names no zone leaves the scenario's.
+    assert now_in("Current time (approx.): 2026-11-29 10:00") == at("2026-11-29T10:00:00+08:00")
+
+
+def test_the_users_time_zone_label_of_roo_code_names_the_zone() -> None:
+    from harnesslab.sim.times import stated_zones
+
+    found = list(stated_zones("User time zone: Asia/Shanghai, UTC+8:00", at("2026-11-29T00:00:00+00:00")))
+    assert found == [(0, timedelta(hours=8))]
 
 
 def test_cst_is_the_scenarios_zone_when_it_can_be_and_unread_when_it_cannot() -> None:
@@ -81,6 +115,11 @@ def test_cst_is_the_scenarios_zone_when_it_can_be_and_unread_when_it_cannot() ->
     "Current time: 2026-11-29 00:30 AM",
     "Now: 3:00 PM UTC on Sunday, November 29, 2026 (UTC+8)",  # two zones
     "Current time: 31/31/2026",
+    "Current time: 2026-11-29 10:00 UTC-03:238",  # an offset out of range is no zone
+    "Current time: 2026-11-29 10:00 UTC+25:00",
+    '{"last_modified": "2026-11-29 10:00"}',  # a field that is not the time now
+    "Current time: 2026-11-29 10:00 (Mars/Olympus)",  # a zone this machine does not know
+    "Current time: 2026/11/29 下午3:00 PM",  # two 12-hour marks
 ])
 def test_a_statement_that_could_mean_two_times_or_none_is_not_read(text: str) -> None:
     assert now_in(text) is None
@@ -93,6 +132,7 @@ FORMATS = [
     ("%A, %B %d, %Y at %I:%M %p", "m"), ("%I:%M %p on %A, %B %d, %Y", "m"),
     ("%d %B %Y %H:%M UTC%z", "m"), ("%d.%m.%Y %H:%M", "m"), ("%Y/%m/%d %H:%M", "m"),
     ("%Y年%m月%d日 %H:%M", "m"), ("%a, %d %b %Y %H:%M:%S %z", "s"),
+    ("%Y-%m-%d %I:%M:%S %p %Z%z", "s"),
 ]
 
 
