@@ -12,9 +12,10 @@ without zone, ``T`` or a space), year first with slashes or dots, RFC 2822, ``ct
 Chinese date, an English one (JavaScript's ``Date.toString()`` among them), year last
 (``11/29/2026``, ``29.11.2026``) or the time first (``10:00 AM on November 29, 2026``), a
 12-hour clock after any, then a zone; and a dated prefix: a line that starts with an ISO date
-and time (``[2026-11-29 10:00] question``), or such a stamp in square brackets further along
-the line. A date without a time is that day's first moment (the earliest "now" the statement
-allows: a fact is then stale only if it is stale whenever on that day it is read).
+and time (``[2026-11-29 10:00] question``), or such a stamp (after a weekday, at the end of an
+envelope) in square brackets further along the line. A date without a time is that day's
+first moment (the earliest "now" the statement allows: a fact is then stale only if it is
+stale whenever on that day it is read).
 
 Not read (a documented limit): a bare date or time in running text, relative times ("in two
 hours"), other calendars, times inside tool results (those are facts' times, not "now"), and
@@ -104,6 +105,7 @@ _LABEL = r"(?:(?:the[ \t]+)?current[ \t]+(?:(?:local|utc|gmt|system)[ \t]+)?" \
          r"(?:local|system)[ \t]+(?:date[ \t]*(?:and|&|/)[ \t]*)?time|" \
          r"today(?:'s[ \t]+date)?|the[ \t]+time|" \
          r"(?:it[ \t]+is[ \t]+)?now|现在(?:时间)?|当前(?:时间|日期)|今天|北京时间)"
+_DOW = r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\.?,?[ \t]+)?"  # a weekday before a stamp
 _FORMS = "|".join((_RFC, _CTIME, _ISO, _SLASH, _NUM, _ZH, _EN, _TIME_FIRST))
 # A labelled statement: the label, the format it is in (Roo Code's "Current time in ISO 8601
 # UTC format:") or its zone in brackets ("Current time (UTC+8):", the zone of a time that
@@ -122,10 +124,12 @@ TIME_RE = re.compile(
     # A JSON field: Letta (MemGPT) sends each user message as {"type": "user_message",
     # "message": ..., "time": "2026-11-29 10:00:00 AM CST+0800"}.
     r"|(?:\"(?:(?:current|local)_)?(?:time|date_?time)\"[ \t]*:[ \t]*\"(?P<json>[^\"\n]+)\")"
-    r"|(?:^[ \t]*[\[(【<]?[ \t]*(?P<prefix>" + _ISO_TIMED + r"))"
+    r"|(?:^[ \t]*[\[(【<]?[ \t]*" + _DOW + r"(?P<prefix>" + _ISO_TIMED + r"))"
     # A stamp in square brackets further along a line: CAMEL's "Based on the previous
-    # CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ...".
-    r"|(?:[\[【][ \t]*(?P<stamp>" + _ISO_TIMED + r")[ \t]*[\]】])",
+    # CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ...", and an
+    # envelope that ends with one: OpenClaw's "[WhatsApp +1555 +2m Sun 2026-11-29 10:00 PST] hi".
+    r"|(?:[\[【](?:[^\[\]【】\n]{0,80}?[ \t])?[ \t]*" + _DOW + r"(?P<stamp>" + _ISO_TIMED
+    + r")[ \t]*[\]】])",
     re.IGNORECASE | re.MULTILINE)
 
 _AP_PARTS = r"(?:[ \t]*([AaPp])\.?[Mm]\.?(?![A-Za-z]))?"

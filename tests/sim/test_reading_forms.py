@@ -216,7 +216,9 @@ def track(call: str, as_of: str) -> list[Message]:
     "<environment_details>\n# Current Time\n11/29/2026, 10:00:00 AM (Asia/Shanghai, UTC+8:00)\n"
     "</environment_details>\n",
     "# Current Time\nCurrent time in ISO 8601 UTC format: 2026-11-29T02:00:00.000Z\n"
-    "User time zone: Asia/Shanghai, UTC+8:00\n"])
+    "User time zone: Asia/Shanghai, UTC+8:00\n",
+    # OpenClaw's envelope around the user's message.
+    "[WhatsApp +8613800000000 +5m Sun 2026-11-29 10:00 GMT+8] "])
 def test_now_in_any_common_form_makes_a_day_old_fact_stale(stated: str) -> None:
     old = track("c1", "2026-11-28T10:00:00+08:00")
     r = Request(system="You are a customer-service assistant.", tools=TOOLS,

@@ -75,6 +75,10 @@ def at(iso: str) -> datetime:
     ("Current time (UTC): 2026-11-29 02:00:00", "2026-11-29T02:00:00+00:00"),
     ("Current time (UTC-5): 2026-11-29 10:00", "2026-11-29T10:00:00-05:00"),
     ("It is now 2026/11/29 10:00 (Europe/Berlin).", "2026-11-29T10:00:00+01:00"),
+    # OpenClaw's message envelope: the channel, the sender, the time elapsed, then the stamp.
+    ("[WhatsApp +1555 +2m Sun 2026-11-29 10:00 PST] hello", "2026-11-29T10:00:00-08:00"),
+    ("[Telegram Alice id:12 2026-11-29T02:26Z] 那我明天还要等吗？", "2026-11-29T02:26:00+00:00"),
+    ("Sun 2026-11-29 10:00 hello", "2026-11-29T10:00:00+08:00"),
     # Lower case is a word, not a zone: the scenario's zone.
     ("Current time: 2026-11-29 10:00 est. delivery soon", "2026-11-29T10:00:00+08:00"),
     ("Current time: 2026-11-29 10:00 (UTC)", "2026-11-29T10:00:00+00:00"),
@@ -120,6 +124,7 @@ def test_cst_is_the_scenarios_zone_when_it_can_be_and_unread_when_it_cannot() ->
     '{"last_modified": "2026-11-29 10:00"}',  # a field that is not the time now
     "Current time: 2026-11-29 10:00 (Mars/Olympus)",  # a zone this machine does not know
     "Current time: 2026/11/29 下午3:00 PM",  # two 12-hour marks
+    "see [the note] and 2026-11-29 10:00]",  # a bracket that a stamp does not end
 ])
 def test_a_statement_that_could_mean_two_times_or_none_is_not_read(text: str) -> None:
     assert now_in(text) is None
