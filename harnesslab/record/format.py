@@ -42,6 +42,7 @@ from harnesslab.messages import (
     message_from_dict,
     readable,
 )
+from harnesslab.sim.facts import result_object
 from harnesslab.sim.intents import ID_PATTERNS, is_example
 from harnesslab.tokens.kinds import script_kind
 
@@ -67,14 +68,12 @@ def message_text(m: Message) -> str:
 
 def tool_facts(m: Message) -> tuple[dict[str, Any], ...]:
     """The successful tool results (JSON objects) a message holds, in order: what the checks
-    read as the facts a request showed."""
+    read as the facts a request showed, read as the fake model reads them (a framework's
+    wrapper, a Python literal of the object: ``sim.facts.result_object``)."""
     out = []
     for b in m.content:
         if isinstance(b, ToolResultBlock) and isinstance(b.output, str):
-            try:
-                d = json.loads(b.output)
-            except json.JSONDecodeError:
-                continue
+            d = result_object(b.output)
             if isinstance(d, dict) and "error" not in d:
                 out.append(d)
     return tuple(out)

@@ -7,6 +7,7 @@ scalar pairs, and marked partial.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping
@@ -151,11 +152,35 @@ def _unwrapped(data: Any) -> Any:
     return data
 
 
-def _result_fields(text: str, vocab: Vocab) -> dict[str, str]:
+def _python_literal(text: str) -> Any:
+    """A result a harness wrote with Python's ``str()`` of the parsed object (LlamaIndex's
+    ``ToolOutput`` content, a harness that parsed the JSON and formats the dict): single quotes,
+    ``True``/``None``. A model reads it as it reads the JSON; ``ast.literal_eval`` evaluates
+    literals only. None when it is no such literal."""
+    s = text.strip()
+    if not s or s[0] not in "{[" or len(s) > _LITERAL_MAX:
+        return None
     try:
-        data = _unwrapped(json.loads(text))
+        return ast.literal_eval(s)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+_LITERAL_MAX = 1 << 20  # longer is no tool result a harness reformatted, and costly to parse
+
+
+def result_object(text: str) -> Any:
+    """A tool result's text as the object a model reads in it: JSON, or the Python literal a
+    harness wrote of it, unwrapped from a framework's one-key wrapper; None when it is neither
+    (a cut or prose result)."""
+    try:
+        return _unwrapped(json.loads(text))
     except json.JSONDecodeError:
-        data = None
+        return _unwrapped(_python_literal(text))
+
+
+def _result_fields(text: str, vocab: Vocab) -> dict[str, str]:
+    data = result_object(text)
     if isinstance(data, dict):
         fields = {k: s for k, v in data.items() if (s := _scalar(v)) is not None}
         for k, v in data.items():

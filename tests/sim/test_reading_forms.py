@@ -514,6 +514,41 @@ def test_a_result_a_framework_wrapped_under_one_key_is_read() -> None:
     assert other["unable"] == "failed"
 
 
+@pytest.mark.parametrize("form", ["repr", "repr-wrapped", "repr-ascii-json-inside"])
+def test_a_result_written_as_a_python_literal_is_read(form: str) -> None:
+    # LlamaIndex's ToolOutput holds str() of what the tool returned; a harness that parses the
+    # JSON and formats the dict sends the same: single quotes, True and None.
+    from harnesslab.messages import ToolCallBlock
+
+    def looked_up(content: str) -> dict[str, Any]:
+        r = Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
+            Message.text("user", ASK),
+            Message("assistant", (ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}'),)),
+            Message("tool", (ToolResultBlock("c1", "track_order", content),))))
+        return dict(model().reply(r).annotations)
+
+    data = {**json.loads(OBSERVED), "signed": True, "note": None}
+    content = {"repr": repr(data), "repr-wrapped": repr({"result": data}),
+               "repr-ascii-json-inside": repr({"result": json.dumps(data)})}[form]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(content)  # no JSON: read as the literal it is
+    got = looked_up(content)
+    assert got["reason"] == "fact_after_turn" and "unable" not in got
+    assert got["cited"]["as_of"] == "2026-11-28T10:00:00+08:00"
+    # The control: a literal that is no result (a prose line, a call) states no fact.
+    assert looked_up("track_order(order_id='O-1001') -> in transit")["unable"] == "failed"
+
+
+def test_the_records_facts_are_read_as_the_fake_model_reads_them() -> None:
+    from harnesslab.messages import ToolResultBlock as R
+    from harnesslab.record.format import tool_facts
+
+    data = json.loads(OBSERVED)
+    for content in (OBSERVED, repr(data), json.dumps({"result": OBSERVED}), repr({"result": data})):
+        assert tool_facts(Message("tool", (R("c1", "track_order", content),))) == (data,), content
+    assert tool_facts(Message("tool", (R("c1", "track_order", "in transit"),))) == ()
+
+
 def test_a_reference_resolves_from_the_models_own_earlier_answer() -> None:
     """Griptape keeps a run's answer but not its tool results: "耳机那个" (the headphones one)
     resolves from the order list the model's own answer stated, as a real model's would; the
