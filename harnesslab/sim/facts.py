@@ -169,14 +169,57 @@ def _python_literal(text: str) -> Any:
 _LITERAL_MAX = 1 << 20  # longer is no tool result a harness reformatted, and costly to parse
 
 
+# A tool result quoted as text (a summary prompt that renders the transcript, a memory block):
+# the bench's tools write their results as JSON objects that open with "tool".
+_QUOTED_RESULT_RE = re.compile(r'\{\s*"tool"\s*:\s*"')
+# One quoted inside a JSON string (a framework that serialises its whole trajectory as JSON,
+# DSPy's ReAct history; MCP's content parts dumped as JSON): its quotes escaped, the rest of
+# the string after it.
+_ESCAPED_RESULT_RE = re.compile(r'\{\s*\\"tool\\"\s*:\s*\\"((?:[^"\\]|\\.)*)')
+_DECODER = json.JSONDecoder()
+
+
+def quoted_objects(text: str) -> list[tuple[int, str, Any]]:
+    """The JSON objects opening with "tool" that ``text`` quotes whole (a cut one is not
+    read), as written or escaped inside a JSON string: each one's start, its JSON text and
+    its object."""
+    found: list[tuple[int, str, Any]] = []
+    if '"tool"' in text:
+        for m in _QUOTED_RESULT_RE.finditer(text):
+            try:
+                data, end = _DECODER.raw_decode(text, m.start())
+            except ValueError:
+                continue
+            found.append((m.start(), text[m.start():end], data))
+    if '\\"tool\\"' in text:
+        for m in _ESCAPED_RESULT_RE.finditer(text):
+            try:
+                inner = json.loads('"' + text[m.start():m.end()] + '"')
+                data, end = _DECODER.raw_decode(inner)
+            except ValueError:
+                continue
+            found.append((m.start(), inner[:end], data))
+    return found
+
+
 def result_object(text: str) -> Any:
     """A tool result's text as the object a model reads in it: JSON, or the Python literal a
-    harness wrote of it, unwrapped from a framework's one-key wrapper; None when it is neither
-    (a cut or prose result)."""
+    harness wrote of it, unwrapped from a framework's one-key wrapper; else the bench's result
+    the text quotes whole (MCP's content parts or whole ``CallToolResult`` dumped as JSON or
+    with ``str()``, a prefix such as ``Observation:``); the object itself when it quotes none,
+    None when it is no object (a cut or prose result)."""
     try:
-        return _unwrapped(json.loads(text))
+        data = _unwrapped(json.loads(text))
     except json.JSONDecodeError:
-        return _unwrapped(_python_literal(text))
+        data = _unwrapped(_python_literal(text))
+    if isinstance(data, dict) and isinstance(data.get("tool"), str):
+        return data
+    if isinstance(data, dict) and isinstance(sc := data.get("structuredContent"), dict) \
+            and isinstance(sc.get("tool"), str):
+        return sc  # MCP's structured content
+    quoted = [d for _, _, d in sorted(quoted_objects(text), key=lambda f: f[0])
+              if isinstance(d, dict) and isinstance(d.get("tool"), str)]
+    return quoted[0] if quoted else data
 
 
 def _result_fields(text: str, vocab: Vocab) -> dict[str, str]:

@@ -35,7 +35,7 @@ from harnesslab.messages import (
     block_texts,
     readable,
 )
-from harnesslab.sim.facts import result_reading
+from harnesslab.sim.facts import quoted_objects, result_reading
 from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Claim, Constraint, Intent, is_example
 from harnesslab.sim.times import stated_times
 from harnesslab.sim.vocab import Vocab, bundled
@@ -229,36 +229,12 @@ def utterances_in(text: str, lexicon: Mapping[str, Intent],
     return tuple((m.start(), m.group(0), lexicon[m.group(0)]) for m in pattern.finditer(text))
 
 
-# A tool result quoted as text (a summary prompt that renders the transcript, a memory block):
-# the bench's tools write their results as JSON objects that open with "tool".
-_QUOTED_RESULT_RE = re.compile(r'\{\s*"tool"\s*:\s*"')
-# One quoted inside a JSON string (a framework that serialises its whole trajectory as JSON,
-# DSPy's ReAct history): its quotes escaped, the rest of the string after it.
-_ESCAPED_RESULT_RE = re.compile(r'\{\s*\\"tool\\"\s*:\s*\\"((?:[^"\\]|\\.)*)')
-_DECODER = json.JSONDecoder()
-
-
 def _quoted_results(text: str, at: int, index: int, vocab: Vocab) -> list[Result]:
     """The tool results ``text`` quotes whole (a cut one is not read), each at its offset
     ``at`` + its start, read as the result block it was; also one whose quotes a JSON string
     escapes, read as the string says it."""
     out: list[Result] = []
-    found: list[tuple[int, str, Any]] = []
-    if '"tool"' in text:
-        for m in _QUOTED_RESULT_RE.finditer(text):
-            try:
-                data, end = _DECODER.raw_decode(text, m.start())
-            except ValueError:
-                continue
-            found.append((m.start(), text[m.start():end], data))
-    if '\\"tool\\"' in text:
-        for m in _ESCAPED_RESULT_RE.finditer(text):
-            try:
-                inner = json.loads('"' + text[m.start():m.end()] + '"')
-                data, end = _DECODER.raw_decode(inner)
-            except ValueError:
-                continue
-            found.append((m.start(), inner[:end], data))
+    found = quoted_objects(text)
     for start, quoted, data in sorted(found, key=lambda f: f[0]):
         if isinstance(data, dict) and isinstance(data.get("tool"), str):
             block = ToolResultBlock("", data["tool"], quoted)

@@ -539,12 +539,47 @@ def test_a_result_written_as_a_python_literal_is_read(form: str) -> None:
     assert looked_up("track_order(order_id='O-1001') -> in transit")["unable"] == "failed"
 
 
+def _mcp_forms(js: str, data: dict[str, Any]) -> dict[str, str]:
+    """A bench result as harnesses hand MCP's CallToolResult on to the model."""
+    part = {"type": "text", "text": js, "annotations": None, "meta": None}
+    return {
+        "content-parts-json": json.dumps([part]),
+        "call-result-json": json.dumps({"meta": None, "content": [part],
+                                        "structuredContent": None, "isError": False}),
+        "structured": json.dumps({"content": [part], "structuredContent": data,
+                                  "isError": False}, ensure_ascii=False),
+        # str() of the SDK's pydantic objects: the JSON raw inside a Python string.
+        "pydantic-str": f"[TextContent(type='text', text='{js}', annotations=None, meta=None)]",
+        "prefixed": "Observation: " + js,
+    }
+
+
+@pytest.mark.parametrize("form", list(_mcp_forms("{}", {})))
+def test_a_result_handed_on_as_mcp_content_is_read(form: str) -> None:
+    from harnesslab.messages import ToolCallBlock
+
+    def looked_up(content: str) -> dict[str, Any]:
+        r = Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
+            Message.text("user", ASK),
+            Message("assistant", (ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}'),)),
+            Message("tool", (ToolResultBlock("c1", "track_order", content),))))
+        return dict(model().reply(r).annotations)
+
+    got = looked_up(_mcp_forms(OBSERVED, json.loads(OBSERVED))[form])
+    assert got["reason"] == "fact_after_turn" and "unable" not in got
+    assert got["cited"]["as_of"] == "2026-11-28T10:00:00+08:00"
+    # The control: the same wrapping around a result cut short states no fact.
+    cut = _mcp_forms(OBSERVED[:60], {"status": "ok"})[form]
+    assert looked_up(cut)["unable"] == "failed"
+
+
 def test_the_records_facts_are_read_as_the_fake_model_reads_them() -> None:
     from harnesslab.messages import ToolResultBlock as R
     from harnesslab.record.format import tool_facts
 
     data = json.loads(OBSERVED)
-    for content in (OBSERVED, repr(data), json.dumps({"result": OBSERVED}), repr({"result": data})):
+    for content in (OBSERVED, repr(data), json.dumps({"result": OBSERVED}), repr({"result": data}),
+                    *_mcp_forms(OBSERVED, data).values()):
         assert tool_facts(Message("tool", (R("c1", "track_order", content),))) == (data,), content
     assert tool_facts(Message("tool", (R("c1", "track_order", "in transit"),))) == ()
 
