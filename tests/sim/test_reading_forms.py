@@ -496,21 +496,25 @@ def test_a_failed_result_written_as_text_is_the_turns_failed_lookup() -> None:
     assert model().reply(earlier).annotations["kind"] == "tool_call"
 
 
-def test_a_result_a_framework_wrapped_under_one_key_is_read() -> None:
-    # Google ADK returns a tool's string as {"result": "<the string>"}: the bench's JSON inside.
+def looked_up(content: str) -> dict[str, Any]:
+    """The fake model's reading after a lookup of O-1001 whose result the tool message holds
+    as ``content``."""
     from harnesslab.messages import ToolCallBlock
 
-    def looked_up(content: str) -> Request:
-        return Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
-            Message.text("user", ASK),
-            Message("assistant", (ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}'),)),
-            Message("tool", (ToolResultBlock("c1", "track_order", content),))))
+    r = Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
+        Message.text("user", ASK),
+        Message("assistant", (ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}'),)),
+        Message("tool", (ToolResultBlock("c1", "track_order", content),))))
+    return dict(model().reply(r).annotations)
 
-    got = model().reply(looked_up(json.dumps({"result": OBSERVED}))).annotations
+
+def test_a_result_a_framework_wrapped_under_one_key_is_read() -> None:
+    # Google ADK returns a tool's string as {"result": "<the string>"}: the bench's JSON inside.
+    got = looked_up(json.dumps({"result": OBSERVED}))
     assert got["reason"] == "fact_after_turn" and "unable" not in got
     assert got["cited"]["as_of"] == "2026-11-28T10:00:00+08:00"
     # The control: a wrapper around anything else states no fact (the lookup failed).
-    other = model().reply(looked_up(json.dumps({"result": "ok"}))).annotations
+    other = looked_up(json.dumps({"result": "ok"}))
     assert other["unable"] == "failed"
 
 
@@ -518,15 +522,6 @@ def test_a_result_a_framework_wrapped_under_one_key_is_read() -> None:
 def test_a_result_written_as_a_python_literal_is_read(form: str) -> None:
     # LlamaIndex's ToolOutput holds str() of what the tool returned; a harness that parses the
     # JSON and formats the dict sends the same: single quotes, True and None.
-    from harnesslab.messages import ToolCallBlock
-
-    def looked_up(content: str) -> dict[str, Any]:
-        r = Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
-            Message.text("user", ASK),
-            Message("assistant", (ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}'),)),
-            Message("tool", (ToolResultBlock("c1", "track_order", content),))))
-        return dict(model().reply(r).annotations)
-
     data = {**json.loads(OBSERVED), "signed": True, "note": None}
     content = {"repr": repr(data), "repr-wrapped": repr({"result": data}),
                "repr-ascii-json-inside": repr({"result": json.dumps(data)})}[form]
@@ -556,15 +551,6 @@ def _mcp_forms(js: str, data: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("form", list(_mcp_forms("{}", {})))
 def test_a_result_handed_on_as_mcp_content_is_read(form: str) -> None:
-    from harnesslab.messages import ToolCallBlock
-
-    def looked_up(content: str) -> dict[str, Any]:
-        r = Request(system="Current time: 2026-11-28T10:30:00+08:00", tools=TOOLS, messages=(
-            Message.text("user", ASK),
-            Message("assistant", (ToolCallBlock("c1", "track_order", '{"order_id": "O-1001"}'),)),
-            Message("tool", (ToolResultBlock("c1", "track_order", content),))))
-        return dict(model().reply(r).annotations)
-
     got = looked_up(_mcp_forms(OBSERVED, json.loads(OBSERVED))[form])
     assert got["reason"] == "fact_after_turn" and "unable" not in got
     assert got["cited"]["as_of"] == "2026-11-28T10:00:00+08:00"
