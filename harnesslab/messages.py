@@ -588,6 +588,25 @@ def _unescape(m: re.Match[str]) -> str:
     return chr(cp) if cp >= 0x80 and not 0xD800 <= cp < 0xE000 else m.group(0)
 
 
+# HTML's character references, as a template engine that escapes its variables writes them
+# (Semantic Kernel encodes the values it renders into a prompt; Handlebars and autoescaping
+# Jinja do the same): "&lt;current-time&gt;", "Where&#x27;s". Read as the characters.
+_ENTITY_RE = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6}));")
+_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+
+
+def _entity(m: re.Match[str]) -> str:
+    if m.group(1):
+        return _ENTITIES[m.group(1)]
+    cp = int(m.group(2)) if m.group(2) else int(m.group(3), 16)
+    return chr(cp) if 0x20 <= cp <= 0x10FFFF and not 0xD800 <= cp < 0xE000 else m.group(0)
+
+
 def readable(text: str) -> str:
-    """``text`` as a model reads it: JSON's escapes of non-ASCII characters decoded."""
-    return _ESCAPE_RE.sub(_unescape, text) if "\\u" in text else text
+    """``text`` as a model reads it: JSON's escapes of non-ASCII characters and HTML's
+    character references decoded."""
+    if "\\u" in text:
+        text = _ESCAPE_RE.sub(_unescape, text)
+    if "&" in text:
+        text = _ENTITY_RE.sub(_entity, text)
+    return text

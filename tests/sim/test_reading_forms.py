@@ -5,6 +5,7 @@ the contract names is read, and a copy without it is read as missing."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable
@@ -39,6 +40,8 @@ USER_DECORATIONS: dict[str, Callable[[str], str]] = {
                              "data.</system-reminder>",
     # Serialised as JSON by json.dumps' default: non-ASCII escaped (\u90a3\u6211...).
     "json-escaped": lambda q: json.dumps({"type": "user_message", "message": q}),
+    # Rendered by a template that escapes HTML (Semantic Kernel's prompt templates).
+    "html-escaped": lambda q: html.escape(f"<message role='user'>{q}</message>"),
 }
 _TAG = re.compile(r"<current-time>([^<\n]+)</current-time>")
 
@@ -63,6 +66,7 @@ TIME_FORMS: dict[str, Callable[[datetime], str]] = {
     "time-first": lambda t: t.strftime("Now: %I:%M:%S %p on %A, %B %d, %Y (UTC%z)"),
     "day-first": lambda t: t.strftime("Local time: %d.%m.%Y %H:%M:%S %z"),
     "json-field": lambda t: json.dumps({"time": t.strftime("%Y-%m-%d %I:%M:%S %p %Z%z")}),
+    "html-escaped-tag": lambda t: html.escape(f"<current-time>{t.isoformat()}</current-time>"),
 }
 
 
@@ -255,6 +259,24 @@ def test_a_message_serialised_as_json_is_read_as_a_model_reads_it(ascii_only: bo
     # Controls: without the field now is unknown; another question's escapes are not this one.
     assert ask(packed(WAIT))["reason"] == "fresh_fact"
     assert ask(packed(WAIT[:-2] + "呀？"))["reason"] == "utterance_not_found"
+
+
+def test_text_a_template_escaped_as_html_is_read_as_its_characters() -> None:
+    tag = html.escape("<current-time>2026-11-29T10:00:00+08:00</current-time>")
+    assert "<" not in tag
+    old = track("c1", "2026-11-28T10:00:00+08:00")
+
+    def ask(system: str) -> dict[str, Any]:
+        r = Request(system=system, tools=TOOLS, messages=(
+            Message.text("user", ASK), *old, Message.text("assistant", "好的"),
+            Message.text("user", WAIT)))
+        return dict(model().reply(r).annotations)
+
+    got = ask("You are a customer-service assistant. " + tag)
+    assert got["now"] == "2026-11-29T10:00:00+08:00" and got["reason"] == "stale_fact"
+    # The control: a reference that is no character reference is no tag.
+    assert ask("You are a customer-service assistant. " + tag.replace("&lt;", "&lt ", 1))[
+        "now"] is None
 
 
 def test_a_time_in_a_tool_result_is_not_now() -> None:
