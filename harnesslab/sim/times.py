@@ -82,8 +82,9 @@ _SLASH_DATE = r"\d{4}/\d{1,2}/\d{1,2}|\d{4}\.\d{1,2}\.\d{1,2}"
 _SLASH = r"(?:" + _SLASH_DATE + r")(?:[T ](?:上午|下午|午前|午後)?" + _HM + _AP + "?)?" + _ZONE + "?"
 # Year last: ``11/29/2026, 10:00:00 AM`` (JavaScript's en-US ``toLocaleString()``),
 # ``29/11/2026 10:00`` (en-GB), ``29.11.2026 10:00`` (day first, as every locale that writes
-# dots). With slashes the order is read only when one number cannot be a month.
-_NUM_DATE = r"\d{1,2}/\d{1,2}/\d{4}|\d{1,2}\.\d{1,2}\.\d{4}"
+# dots), ``29-11-2026`` (nl-NL). With slashes or dashes the order is read only when one
+# number cannot be a month.
+_NUM_DATE = r"\d{1,2}/\d{1,2}/\d{4}|\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}-\d{1,2}-\d{4}"
 _NUM = r"(?:" + _NUM_DATE + r")(?:,?[ \t]+(?:at[ \t]+)?" + _HM + _AP + "?)?" + _ZONE + "?"
 _RFC = _WEEKDAY + r"?\d{1,2}[ \t]+" + _MONTH + r"[ \t]+\d{4}[ \t]+\d{2}:\d{2}(?::\d{2})?" \
        r"[ \t]+(?:[+-]\d{4}|GMT|UTC)(?![A-Za-z0-9+:-])"  # ``UTC+8`` is the English form's
@@ -117,10 +118,10 @@ TIME_RE = re.compile(
     r"</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])(?:[ \t]+in[ \t]+[^:\n]{0,40}?[ \t]format)?"
     r"(?:[ \t]*\((?P<lzone>[^()\n]{1,40})\))?[ \t]*"
-    r"(?:(?:is|was|是|为)[ \t]*[:：]?|=|:|：)?[ \t]*"
+    r"(?:(?:is|was|是|为)[ \t]*[:：]?|=|:|：)?[ \t]*" + _DOW +  # "Today is Sunday, 2026-11-29"
     r"(?P<labelled>" + _FORMS + "))"
     r"|(?:^[ \t]*#{1,6}[ \t]*current[ \t]+(?:date[ \t]*(?:and|&|/)[ \t]*)?(?:time|date)[ \t]*\r?\n"
-    r"[ \t]*(?P<heading>" + _FORMS + "))"
+    r"[ \t]*" + _DOW + r"(?P<heading>" + _FORMS + "))"
     # A JSON field: Letta (MemGPT) sends each user message as {"type": "user_message",
     # "message": ..., "time": "2026-11-29 10:00:00 AM CST+0800"}.
     r"|(?:\"(?:(?:current|local)_)?(?:time|date_?time)\"[ \t]*:[ \t]*\"(?P<json>[^\"\n]+)\")"
@@ -137,7 +138,7 @@ _ISO_PARTS = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2})(?::(\d
                         + _AP_PARTS + r")?[ \t]*(.*)")
 _SLASH_PARTS = re.compile(r"(\d{4})([/.])(\d{1,2})\2(\d{1,2})(?:[T ](上午|下午|午前|午後)?(\d{1,2}):(\d{2})"
                           r"(?::(\d{2}(?:\.\d+)?))?" + _AP_PARTS + r")?[ \t]*(.*)")
-_NUM_PARTS = re.compile(r"(\d{1,2})([/.])(\d{1,2})\2(\d{4})(?:,?[ \t]+(?:at[ \t]+)?(\d{1,2}):(\d{2})"
+_NUM_PARTS = re.compile(r"(\d{1,2})([/.-])(\d{1,2})\2(\d{4})(?:,?[ \t]+(?:at[ \t]+)?(\d{1,2}):(\d{2})"
                         r"(?::(\d{2}(?:\.\d+)?))?" + _AP_PARTS + r")?[ \t]*(.*)", re.IGNORECASE)
 _CTIME_PARTS = re.compile(_WEEKDAY + r"?([A-Za-z]+)[ \t]+(\d{1,2})[ \t]+(\d{1,2}):(\d{2})"
                           r"(?::(\d{2}))?(?:[ \t]+([A-Za-z]+))?[ \t]+(\d{4})", re.IGNORECASE)
@@ -238,7 +239,7 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
     m = _NUM_PARTS.fullmatch(text)
     if m:
         a, b = int(m.group(1)), int(m.group(3))
-        if m.group(2) == "/" and a != b and a <= 12 and b <= 12:
+        if m.group(2) != "." and a != b and a <= 12 and b <= 12:
             return None  # 03/04/2026: March or April, as the writer's locale has it
         day, month = (a, b) if m.group(2) == "." or a > 12 else (b, a)
         return _at(int(m.group(4)), month, day, _hour(int(m.group(5) or 0), m.group(8)),

@@ -79,6 +79,10 @@ def at(iso: str) -> datetime:
     ("[WhatsApp +1555 +2m Sun 2026-11-29 10:00 PST] hello", "2026-11-29T10:00:00-08:00"),
     ("[Telegram Alice id:12 2026-11-29T02:26Z] 那我明天还要等吗？", "2026-11-29T02:26:00+00:00"),
     ("Sun 2026-11-29 10:00 hello", "2026-11-29T10:00:00+08:00"),
+    # A weekday before a numeric date; day first with dashes (nl-NL).
+    ("Today is Sunday, 2026-11-29.", "2026-11-29T00:00:00+08:00"),
+    ("Current date: Sun 29.11.2026", "2026-11-29T00:00:00+08:00"),
+    ("Current date: 29-11-2026", "2026-11-29T00:00:00+08:00"),
     # Lower case is a word, not a zone: the scenario's zone.
     ("Current time: 2026-11-29 10:00 est. delivery soon", "2026-11-29T10:00:00+08:00"),
     ("Current time: 2026-11-29 10:00 (UTC)", "2026-11-29T10:00:00+00:00"),
@@ -115,6 +119,7 @@ def test_cst_is_the_scenarios_zone_when_it_can_be_and_unread_when_it_cannot() ->
 
 @pytest.mark.parametrize("text", [
     "Current date: 03/04/2026",  # March 4 or April 3, as the writer's locale has it
+    "Current date: 03-04-2026",
     "Current time: 2026-11-29 13:00 PM",  # no such 12-hour time
     "Current time: 2026-11-29 00:30 AM",
     "Now: 3:00 PM UTC on Sunday, November 29, 2026 (UTC+8)",  # two zones
@@ -137,7 +142,7 @@ FORMATS = [
     ("%A, %B %d, %Y at %I:%M %p", "m"), ("%I:%M %p on %A, %B %d, %Y", "m"),
     ("%d %B %Y %H:%M UTC%z", "m"), ("%d.%m.%Y %H:%M", "m"), ("%Y/%m/%d %H:%M", "m"),
     ("%Y年%m月%d日 %H:%M", "m"), ("%a, %d %b %Y %H:%M:%S %z", "s"),
-    ("%Y-%m-%d %I:%M:%S %p %Z%z", "s"),
+    ("%Y-%m-%d %I:%M:%S %p %Z%z", "s"), ("%A, %Y-%m-%d %H:%M", "m"),
 ]
 
 
