@@ -118,18 +118,20 @@ TIME_RE = re.compile(
     r"</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])" + _LABEL + r"(?![A-Za-z])(?:[ \t]+in[ \t]+[^:\n]{0,40}?[ \t]format)?"
     r"(?:[ \t]*\((?P<lzone>[^()\n]{1,40})\))?[ \t]*"
-    r"(?:(?:is|was|是|为)[ \t]*[:：]?|=|:|：)?[ \t]*" + _DOW +  # "Today is Sunday, 2026-11-29"
+    # (No two runs of blanks side by side: a long one would be split every way, O(n^2).)
+    r"(?:(?:is|was|是|为)(?:[ \t]*[:：])?[ \t]*|[=:：][ \t]*)?" + _DOW +  # "Today is Sunday, ..."
     r"(?P<labelled>" + _FORMS + "))"
     r"|(?:^[ \t]*#{1,6}[ \t]*current[ \t]+(?:date[ \t]*(?:and|&|/)[ \t]*)?(?:time|date)[ \t]*\r?\n"
     r"[ \t]*" + _DOW + r"(?P<heading>" + _FORMS + "))"
     # A JSON field: Letta (MemGPT) sends each user message as {"type": "user_message",
     # "message": ..., "time": "2026-11-29 10:00:00 AM CST+0800"}.
     r"|(?:\"(?:(?:current|local)_)?(?:time|date_?time)\"[ \t]*:[ \t]*\"(?P<json>[^\"\n]+)\")"
-    r"|(?:^[ \t]*[\[(【<]?[ \t]*" + _DOW + r"(?P<prefix>" + _ISO_TIMED + r"))"
+    r"|(?:^[ \t]*(?:[\[(【<][ \t]*)?" + _DOW + r"(?P<prefix>" + _ISO_TIMED + r"))"
     # A stamp in square brackets further along a line: CAMEL's "Based on the previous
     # CONTEXT_SUMMARY, continue with my current message: [2026-11-29 10:00] ...", and an
     # envelope that ends with one: OpenClaw's "[WhatsApp +1555 +2m Sun 2026-11-29 10:00 PST] hi".
-    r"|(?:[\[【](?:[^\[\]【】\n]{0,80}?[ \t])?[ \t]*" + _DOW + r"(?P<stamp>" + _ISO_TIMED
+    r"|(?:[\[【][ \t]{0,8}(?:[^\[\]【】\n \t][^\[\]【】\n]{0,80}?[ \t]{1,8})?" + _DOW
+    + r"(?P<stamp>" + _ISO_TIMED
     + r")[ \t]*[\]】])",
     re.IGNORECASE | re.MULTILINE)
 
@@ -311,7 +313,7 @@ def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
 ZONE_RE = re.compile(
     r"(?:<(?P<tagname>time[-_ ]?zone|tz)>[ \t]*(?P<tag>[^<\n]+?)[ \t]*</(?P=tagname)>)"
     r"|(?:(?<![A-Za-z])(?:(?:the[ \t]+)?(?:user(?:'?s)?[ \t]+|local[ \t]+)?time[ \t]?zone|时区)"
-    r"(?![A-Za-z])[ \t]*(?:(?:is|是|为)[ \t]*[:：]?|=|:|：)[ \t]*(?P<labelled>[A-Za-z_]+/[A-Za-z0-9_/+-]+"
+    r"(?![A-Za-z])[ \t]*(?:(?:is|是|为)(?:[ \t]*[:：])?|[=:：])[ \t]*(?P<labelled>[A-Za-z_]+/[A-Za-z0-9_/+-]+"
     r"|(?:UTC|GMT)(?:[ \t]*[+-]\d+(?::?\d+)?)?|[+-]\d{2}:?\d+|Z)(?![A-Za-z0-9/]))",
     re.IGNORECASE)
 

@@ -168,3 +168,22 @@ def test_en_us_numeric_date_is_read_back_when_unambiguous() -> None:
         t = datetime(2026, 1, day, 9, 30, tzinfo=PLUS8)
         got = now_in(t.strftime("Current time: %m/%d/%Y, %I:%M:%S %p"))
         assert got == (t if day > 12 or day == 1 else None), day
+
+
+@pytest.mark.parametrize("text", [
+    "now" + "\t" * 20000 + "1",  # was 156 s: two runs of blanks side by side split every way
+    "Current time is" + " " * 20000 + "1",
+    "# Current Time\n" + " " * 20000 + "1",  # the next line's blanks, a dated prefix's
+    "[" + " " * 20000 + "2026",
+    "[a" + " " * 20000 + "1",
+    "Time zone is" + " " * 20000 + "x",
+])
+def test_a_long_run_of_blanks_is_read_in_linear_time(text: str) -> None:
+    import time
+
+    from harnesslab.sim.times import stated_zones
+
+    start = time.process_time()
+    list(stated_times(text, UTC))
+    list(stated_zones(text, at("2026-11-29T00:00:00+00:00")))
+    assert time.process_time() - start < 2.0  # about 0.02 s; quadratic, minutes
