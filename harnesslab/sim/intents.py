@@ -135,6 +135,28 @@ class Intent:
 # --- published tags: what a summarizer (fake or a harness strategy) writes ---------------------
 
 TAG_RE = re.compile(r"\[(constraint|claim|fact):([^\]]*)\]")
+_TAG_OPEN_RE = re.compile(r"\[(constraint|claim|fact):")
+
+
+def tags_in(text: str) -> list[tuple[int, str, str]]:
+    """``TAG_RE``'s matches (start, kind, body), found in linear time: the regex scans to the
+    next ``]`` from every opener, so many openers without one cost O(n^2) (a request of
+    ``[fact:`` repeated took seconds)."""
+    out: list[tuple[int, str, str]] = []
+    pos = 0
+    while (m := _TAG_OPEN_RE.search(text, pos)) is not None:
+        close = text.find("]", m.end())
+        if close < 0:
+            break  # no later opener has a "]" after it either
+        out.append((m.start(), m.group(1), text[m.end():close]))
+        pos = close + 1
+    return out
+
+
+def open_tag(text: str) -> bool:
+    """Whether a tag opener in ``text`` has no ``]`` after it (a tag left open at its end),
+    in linear time: such an opener comes after the last ``]``."""
+    return _TAG_OPEN_RE.search(text, text.rfind("]") + 1) is not None
 
 
 def constraint_tag(c: Constraint) -> str:

@@ -32,13 +32,13 @@ from harnesslab.sim.intents import (
     ITEM,
     LAST,
     REF,
-    TAG_RE,
     Claim,
     ClaimKind,
     Constraint,
     Intent,
     by_field,
     is_reference,
+    tags_in,
 )
 from harnesslab.sim.notices import removal_notices
 from harnesslab.sim.prose import prose_facts
@@ -297,7 +297,7 @@ class View:
             return [(off + p, kind, body) for off, seg in heads for p, kind, body in seg.tags] \
                 + [(base + p, kind, body) for p, kind, body in self._layout.tags]
         if any(seg.open_tag for _, seg in self._placed()):  # a tag may span two segments
-            return [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(self.text)]
+            return tags_in(self.text)
         return [(off + p, kind, body) for off, seg in self._placed() if seg.tags
                 for p, kind, body in seg.tags]
 

@@ -36,14 +36,21 @@ from harnesslab.messages import (
     readable,
 )
 from harnesslab.sim.facts import quoted_objects, result_reading
-from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Claim, Constraint, Intent, is_example
+from harnesslab.sim.intents import (
+    ID_PATTERNS,
+    Claim,
+    Constraint,
+    Intent,
+    is_example,
+    open_tag,
+    tags_in,
+)
 from harnesslab.sim.times import stated_times
 from harnesslab.sim.vocab import Vocab, bundled
 from harnesslab.tokens import common_prefix
 
 # A tag opened and not closed before the segment's end: its match (if any) would run into the
 # next segment. (A statement of the time never spans a line: harnesslab.sim.times.)
-_OPEN_TAG_RE = re.compile(r"\[(?:constraint|claim|fact):[^\]]*\Z")
 _READINGS_KEPT = 1 << 10
 
 
@@ -184,14 +191,13 @@ def _read(text: str, pieces: int, phrases: Mapping[Constraint, re.Pattern[str]],
         for m in pat.finditer(text):
             found[c] = m.start()
     bracket = "[" in text  # every tag, closed or open, starts with one
-    tags = tuple((m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text)) \
-        if bracket else ()
+    tags = tuple(tags_in(text)) if bracket else ()
     # A time inside a tool result is a fact's time, never "now".
     spans = [(r.start, r.start + len(r.text)) for r in results]
     times = tuple((p, t) for p, t in stated_times(text, zone)
                   if not any(a <= p < b for a, b in spans))
     return Segment(text, pieces, ids, found, tags, times,
-                   bracket and _OPEN_TAG_RE.search(text) is not None,
+                   bracket and open_tag(text),
                    results=results, **more)
 
 

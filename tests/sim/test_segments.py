@@ -4,6 +4,8 @@ of the whole serialised request finds, whatever the harness did to the sequence 
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC
@@ -13,7 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harnesslab.messages import Message, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
-from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Act, Claim, ClaimKind, Constraint, Intent
+from harnesslab.sim.intents import (
+    ID_PATTERNS,
+    TAG_RE,
+    Act,
+    Claim,
+    ClaimKind,
+    Constraint,
+    Intent,
+    open_tag,
+    tags_in,
+)
 from harnesslab.sim.reading import View, phrase_patterns
 from harnesslab.sim.segments import Reader
 from harnesslab.sim.times import stated_times
@@ -205,3 +217,23 @@ def test_running_marks_read_as_every_marked_segment_does(requests: list[Request]
         assert view.claims == sorted(claims, key=lambda pc: pc[0])
         times = [seg.times[-1][1] for _, seg in placed if seg.times]
         assert view.now == (times[-1] if times else None)
+
+
+# --- tags in linear time ----------------------------------------------------------------------
+
+_TAG_BITS = st.lists(st.sampled_from(["[", "]", "[fact:", "[constraint:", "[claim:", "x", " ",
+                                      "\n", "k=v", "brevity", "[fac", "]]"]), max_size=30)
+
+
+@given(_TAG_BITS)
+def test_tags_are_found_as_the_tag_pattern_finds_them(bits: list[str]) -> None:
+    text = "".join(bits)
+    assert tags_in(text) == [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text)]
+    assert open_tag(text) == (re.search(r"\[(?:constraint|claim|fact):[^\]]*\Z", text) is not None)
+
+
+def test_many_tag_openers_without_a_close_are_read_in_linear_time() -> None:
+    text = "[constraint:" * 20000 + "]" + "[fact:" * 20000
+    start = time.process_time()
+    assert len(tags_in(text)) == 1 and open_tag(text)
+    assert time.process_time() - start < 1.0  # a few ms; the regex's scan from each opener, minutes
