@@ -15,17 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harnesslab.messages import Message, Request, TextBlock, ToolCallBlock, ToolResultBlock, block_texts
-from harnesslab.sim.intents import (
-    ID_PATTERNS,
-    TAG_RE,
-    Act,
-    Claim,
-    ClaimKind,
-    Constraint,
-    Intent,
-    open_tag,
-    tags_in,
-)
+from harnesslab.sim import intents
+from harnesslab.sim.intents import ID_PATTERNS, TAG_RE, Act, Claim, ClaimKind, Constraint, Intent
 from harnesslab.sim.reading import View, phrase_patterns
 from harnesslab.sim.segments import Reader
 from harnesslab.sim.times import stated_times
@@ -228,12 +219,12 @@ _TAG_BITS = st.lists(st.sampled_from(["[", "]", "[fact:", "[constraint:", "[clai
 @given(_TAG_BITS)
 def test_tags_are_found_as_the_tag_pattern_finds_them(bits: list[str]) -> None:
     text = "".join(bits)
-    assert tags_in(text) == [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text)]
-    assert open_tag(text) == (re.search(r"\[(?:constraint|claim|fact):[^\]]*\Z", text) is not None)
+    assert intents.tags_in(text) == [(m.start(), m.group(1), m.group(2)) for m in TAG_RE.finditer(text)]
+    assert intents.open_tag(text) == (re.search(r"\[(?:constraint|claim|fact):[^\]]*\Z", text) is not None)
 
 
 def test_many_tag_openers_without_a_close_are_read_in_linear_time() -> None:
     text = "[constraint:" * 20000 + "]" + "[fact:" * 20000
     start = time.process_time()
-    assert len(tags_in(text)) == 1 and open_tag(text)
+    assert len(intents.tags_in(text)) == 1 and intents.open_tag(text)
     assert time.process_time() - start < 1.0  # a few ms; the regex's scan from each opener, minutes
