@@ -16,6 +16,7 @@ Each yields results as runs finish, in any order; the sweep sorts its table by r
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
@@ -123,17 +124,27 @@ class ProcessExecutor(_Base):
             running.add(self._pool.submit(fn, item))
             if len(running) >= 2 * self.jobs:
                 break
-        try:
-            while running:
-                finished, running = wait(running, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    yield fut.result()
-                    nxt = next(todo, None)
-                    if nxt is not None:
-                        running.add(self._pool.submit(fn, nxt))
-        except BrokenProcessPool as e:
-            raise HarnessLabError(f"a worker process died ({e}); the finished runs are kept: "
-                                  "run the same sweep again to resume") from None
+        # Ctrl-C is taken as a flag while this waits on the pool and raised between waits: as
+        # an exception it could land inside concurrent.futures while a future's lock is held
+        # (in wait() or result()), and the pool's manager thread, failing the futures of the
+        # workers stopped below, then waited on that lock for ever: the process printed its
+        # table and hung at exit.
+        with sigint_as_flag() as came:
+            try:
+                while running:
+                    finished, running = wait(running, timeout=_POLL, return_when=FIRST_COMPLETED)
+                    if came():
+                        raise KeyboardInterrupt
+                    for fut in finished:
+                        yield fut.result()
+                        if came():
+                            raise KeyboardInterrupt
+                        nxt = next(todo, None)
+                        if nxt is not None:
+                            running.add(self._pool.submit(fn, nxt))
+            except BrokenProcessPool as e:
+                raise HarnessLabError(f"a worker process died ({e}); the finished runs are "
+                                      "kept: run the same sweep again to resume") from None
 
     def __exit__(self, *exc: object) -> None:
         if exc and exc[0] is KeyboardInterrupt and self._pool is not None:
@@ -149,6 +160,29 @@ class ProcessExecutor(_Base):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+_POLL = 0.1  # seconds between looks at the Ctrl-C flag while the pool works
+
+
+@contextlib.contextmanager
+def sigint_as_flag() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C noted, not raised, while the block runs (in the main thread, where a handler can
+    be set, and only over Python's own handler: one a caller set, or SIGINT ignored, is left
+    as it is); yields "did one come?"."""
+    import signal
+    import threading
+
+    came: list[object] = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield lambda: False
+        return
+    old = signal.signal(signal.SIGINT, lambda *_: came.append(1))
+    try:
+        yield lambda: bool(came)
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _ignore_sigint() -> None:

@@ -18,12 +18,11 @@ dropped and its run done again). The table (``sweep.parquet`` with pyarrow, else
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -241,23 +240,6 @@ class Progress:
             self._bar.close()
 
 
-@contextlib.contextmanager
-def _sigint_deferred() -> Iterator[Callable[[], bool]]:
-    """Hold Ctrl-C back while the block runs (in the main thread); yields "did one come?"."""
-    import signal
-    import threading
-
-    came: list[object] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield lambda: False
-        return
-    old = signal.signal(signal.SIGINT, lambda *_: came.append(1))
-    try:
-        yield lambda: bool(came)
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processes",
               jobs: int | None = None, scheduler: str | None = None,
               on_row: Callable[[dict[str, Any]], None] | None = None,
@@ -266,7 +248,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
     """Run what is not done yet of the sweep into ``out_dir``; rebuild its table. ``progress``:
     "bar" (tqdm; True means this too), "lines" (plain lines for a log) or nothing. Ctrl-C stops
     the runs under way, writes the table of the finished ones and returns (``interrupted``)."""
-    from harnesslab.run.executors import make_executor
+    from harnesslab.run.executors import make_executor, sigint_as_flag
 
     t0 = time.perf_counter()
     out = Path(out_dir)
@@ -301,7 +283,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
                 bar = Progress("bar" if progress is True else progress or None, len(tasks),
                                len(tasks) - len(pending))
             for result in ex.map_unordered(run_task, pending):
-                with _sigint_deferred() as late:
+                with sigint_as_flag() as late:
                     # A Ctrl-C while a finished run is saved (in the row's fsync, most often)
                     # would leave its row on disk but out of the table written below, and the
                     # interrupted line would count one run fewer than the resume finds done.
@@ -321,7 +303,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "processe
             bar.close()
     wanted = {t.run_key for t in tasks}
     table_rows = [r for r in rows.rows() if r["run_key"] in wanted]
-    with _sigint_deferred() as late:
+    with sigint_as_flag() as late:
         # A Ctrl-C now would lose the table of runs already finished: it waits for it.
         table = write_table(table_rows, out, table_format)
     interrupted = interrupted or late()
