@@ -223,8 +223,8 @@ class Record:
         if shown is not None and set(values) <= self._private_strings:
             # What the writer noted: no message is read back, nothing is kept per message.
             hits = set(shown.intersection(values))
-            heads = readable(self.blobs[ref["system"]]) + "\n" + readable(self.blobs[ref["summary"]])
-            hits.update(v for v in values if v in heads)
+            system, summary = readable(self.blobs[ref["system"]]), readable(self.blobs[ref["summary"]])
+            hits.update(v for v in values if v in system or v in summary)
             return frozenset(hits)
         seen = self._shows.setdefault(values, {})
         out: set[str] = set()

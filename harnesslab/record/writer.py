@@ -175,11 +175,12 @@ class _Sums:
                      self.chars + o.chars, self.images + o.images, found, private)
 
 
-def _measure(text: str, declared: Declared, images: int = 0) -> _Sums:
+def _measure(text: str, declared: Declared, images: int = 0, seen: str | None = None) -> _Sums:
     # The script counts are of the text as sent (what an estimate counts); the declared facts
-    # of the text as a model reads it (JSON's escapes decoded, as the fake model reads them).
+    # of the text as a model reads it, ``seen`` (JSON's escapes decoded, as the fake model
+    # reads them; made here when the caller has not made it).
     return _Sums(sum(text.count(c) for c in _BRACES), *script_counts(text), len(text), images,
-                 declared.found(readable(text)))
+                 declared.found(readable(text) if seen is None else seen))
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,10 +315,10 @@ class RecordWriter:
         if sums is None:
             if len(self._by_text) >= _TEXTS_KEPT:
                 self._by_text.popitem(last=False)  # the oldest: full, it stays as full
-            sums = _measure(text, self.declared)
+            # Escaped as JSON (``\u4e0a\u6d77...``) a value is shown all the same.
+            seen = readable(text)
+            sums = _measure(text, self.declared, seen=seen)
             if self._private:
-                # Escaped as JSON (``\u4e0a\u6d77...``) a value is shown all the same.
-                seen = readable(text)
                 shown = frozenset(v for v in self._private if v in seen)
                 if shown:
                     sums = replace(sums, private=shown)
