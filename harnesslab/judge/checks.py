@@ -205,6 +205,8 @@ def stated_now(request: Request | None, now: datetime, *, zone: bool = False) ->
         return False, "no request in this turn"
     view = View(request, {}, {}, Reader({}, {}, now.tzinfo or UTC))
     stated = view.now
+    if stated is None and (unread := view.now_unread) is not None:
+        return False, f"states the time as {unread.raw!r}, which reads two ways: {unread.why}"
     if stated is None:
         return False, "the request states no current time"
     user = now.utcoffset()

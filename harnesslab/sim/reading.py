@@ -43,7 +43,7 @@ from harnesslab.sim.intents import (
 from harnesslab.sim.notices import removal_notices
 from harnesslab.sim.prose import prose_facts
 from harnesslab.sim.segments import Reader, Segment
-from harnesslab.sim.times import stated_zones
+from harnesslab.sim.times import Unread, stated_zones
 from harnesslab.sim.vocab import Vocab
 
 __all__ = ["SUMMARY", "SYSTEM", "Fact", "Lang", "Utterance", "View",
@@ -398,14 +398,28 @@ class View:
     # --- time and facts ------------------------------------------------------------------------
 
     @cached_property
-    def now(self) -> datetime | None:
-        """The latest time stated outside tool results: the messages', else the summary's,
-        else the system prompt's."""
+    def stated(self) -> datetime | Unread | None:
+        """The latest statement of the time outside tool results (the messages', else the
+        summary's, else the system prompt's): its time, or :class:`Unread` when it reads two
+        ways."""
         now = self._layout.last_marks.now
         for seg in (self._heads[1], self._heads[0]):
             if now is None and seg.times:
                 now = seg.times[-1][1]
         return now
+
+    @property
+    def now(self) -> datetime | None:
+        """The latest time stated outside tool results; None when none is, or when the latest
+        statement reads two ways (an earlier one is no longer "now")."""
+        stated = self.stated
+        return stated if isinstance(stated, datetime) else None
+
+    @property
+    def now_unread(self) -> Unread | None:
+        """The latest statement of the time when it reads two ways, else None."""
+        stated = self.stated
+        return stated if isinstance(stated, Unread) else None
 
     def outside_results(self) -> Iterator[tuple[int, str]]:
         """Every segment's text with its offset, tool results cut out (a tool's output is not
@@ -486,4 +500,5 @@ def note(kind: str, view: View, **extra: Any) -> dict[str, Any]:
     return {"kind": kind, "utterance": None, "act": None, "resolved": {},
             "constraints": sorted(c.value for c in view.constraints),
             "now": view.now.isoformat() if view.now else None, "cited": None, "reason": None,
+            **({"now_unread": f"{u.raw} ({u.why})"} if (u := view.now_unread) else {}),
             **extra}

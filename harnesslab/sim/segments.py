@@ -45,7 +45,7 @@ from harnesslab.sim.intents import (
     open_tag,
     tags_in,
 )
-from harnesslab.sim.times import stated_times
+from harnesslab.sim.times import Unread, stated_times
 from harnesslab.sim.vocab import Vocab, bundled
 from harnesslab.tokens import common_prefix
 
@@ -82,7 +82,7 @@ class Segment:
     ids: Mapping[str, tuple[tuple[int, str], ...]]
     phrases: Mapping[Constraint, int]              # each constraint phrase's latest start
     tags: tuple[tuple[int, str, str], ...]
-    times: tuple[tuple[int, datetime], ...]        # parseable current times
+    times: tuple[tuple[int, datetime | Unread], ...]  # current times (or reading two ways)
     open_tag: bool
     utterance: tuple[str, Intent] | None = None    # the utterance a user message asks
     # Every lexicon utterance a user message holds (start, text, intent): one for a message
@@ -113,7 +113,7 @@ class Marks:
     tagged: Mapping[Constraint, int]
     tags: int      # how many of Layout.tags are this far
     claims: int    # how many of Layout.claims
-    now: datetime | None
+    now: datetime | Unread | None  # the latest statement's time (Unread: it reads two ways)
     open_tag: bool
 
 

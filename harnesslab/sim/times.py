@@ -20,7 +20,9 @@ stale whenever on that day it is read).
 Not read (a documented limit): a bare date or time in running text, relative times ("in two
 hours"), other calendars, times inside tool results (those are facts' times, not "now"), and
 a statement that could mean two times (``03/04/2026``; ``CST`` in a scenario whose zone is
-none of China's, US Central's or Cuba's): guessed, "now" could be hours or months off.
+none of China's, US Central's or Cuba's): guessed, "now" could be hours or months off, so it
+is an :class:`Unread` that names both readings. Slashes with a 12-hour clock in capitals are
+month first (JavaScript's en-US ``toLocaleString()``: ``12/5/2026, 10:00:00 AM``).
 Every pattern stays on one line but the Markdown heading's (its value on the line after), and
 each message is read on its own, so no statement runs across two messages' texts.
 """
@@ -29,11 +31,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from email.utils import parsedate_to_datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["TIME_RE", "ZONE_RE", "parse_stated", "stated_times", "stated_zones"]
+__all__ = ["TIME_RE", "ZONE_RE", "Unread", "parse_stated", "reading_of", "stated_times",
+           "stated_zones"]
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
            "september", "october", "november", "december")
@@ -161,9 +165,24 @@ _OFFSET = re.compile(r"\(?(?:(?:UTC|GMT)[+-]\d{2}:\d{2}(?=[+-])|UTC|GMT|[A-Z]{2,
 _OFFSET_SHAPED = re.compile(r"\(?(?:UTC|GMT)?[ \t]*[+-]\d+(?::?\d+)?\)?$", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class Unread:
+    """A statement of the time that reads two ways (``03/04/2026``: March or April; ``CST`` in
+    a scenario whose zone is none of its three): the fake model takes neither, and says so."""
+
+    raw: str
+    why: str
+
+
+class _TwoReadings(Exception):
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
 def _zone(text: str, default: tzinfo, wall: datetime | None = None) -> tzinfo | None:
-    """The zone a suffix states (empty: ``default``); None when it is no zone we read, or an
-    abbreviation that may mean several and none is the default's offset at ``wall``."""
+    """The zone a suffix states (empty: ``default``); None when it is no zone we read. An
+    abbreviation that may mean several, none of them the default's offset at ``wall``, raises
+    ``_TwoReadings``."""
     z = text.strip()
     if (named := _NAMED.search(z)) is not None and named.start() > 0:
         z = z[:named.start()]  # the offset before it says it
@@ -184,12 +203,20 @@ def _zone(text: str, default: tzinfo, wall: datetime | None = None) -> tzinfo | 
         own = default.utcoffset(wall)
         if own is not None and own.total_seconds() in offsets:
             return default
-        return timezone(timedelta(seconds=offsets[0])) if len(offsets) == 1 else None
+        if len(offsets) == 1:
+            return timezone(timedelta(seconds=offsets[0]))
+        raise _TwoReadings(f"{z} names {len(offsets)} zones (UTC"
+                           + ", UTC".join(_offset_text(o) for o in offsets) + ")")
     m = _OFFSET.match(z)
     if not m or int(m.group(2)) > 23 or int(m.group(3) or 0) > 59:
         return None  # out of range (``UTC+25:00``, ``-03:60``): no zone, not a wrapped-round one
     delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
     return timezone(-delta if m.group(1) == "-" else delta)
+
+
+def _offset_text(seconds: int) -> str:
+    sign, seconds = ("-" if seconds < 0 else "+"), abs(seconds)
+    return f"{sign}{seconds // 3600:02d}:{seconds % 3600 // 60:02d}"
 
 
 def _hour(h: int, ap: str | None) -> int:
@@ -226,7 +253,24 @@ def _iso(text: str, default: tzinfo) -> datetime | None:
 
 
 def parse_stated(text: str, default: tzinfo) -> datetime | None:
-    """One statement's time (any form above), aware; None when it is not a valid time."""
+    """One statement's time (any form above), aware; None when it is not a valid time or
+    reads two ways."""
+    try:
+        return _parse(text, default)
+    except _TwoReadings:
+        return None
+
+
+def reading_of(text: str, default: tzinfo) -> datetime | Unread | None:
+    """One statement's time as :func:`parse_stated` reads it, or :class:`Unread` (with why)
+    when it is a valid time that reads two ways."""
+    try:
+        return _parse(text, default)
+    except _TwoReadings as e:
+        return Unread(text.strip(), e.why)
+
+
+def _parse(text: str, default: tzinfo) -> datetime | None:
     text = text.strip()
     if (t := _iso(text, default)) is not None:
         return t
@@ -241,8 +285,18 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
     m = _NUM_PARTS.fullmatch(text)
     if m:
         a, b = int(m.group(1)), int(m.group(3))
-        if m.group(2) != "." and a != b and a <= 12 and b <= 12:
-            return None  # 03/04/2026: March or April, as the writer's locale has it
+        # JavaScript's en-US toLocaleString (``12/5/2026, 10:00:00 AM``: Cline, Roo Code) puts
+        # the month first, with AM or PM in capitals; day-first locales that use a 12-hour
+        # clock write it in lower case (en-AU, en-IN: ``5/12/2026, 10:00:00 am``).
+        us = m.group(2) == "/" and m.group(8) is not None \
+            and text[m.start(8):m.start(8) + 2] in ("AM", "PM")
+        if m.group(2) != "." and a != b and a <= 12 and b <= 12 and not us:
+            if a < 1 or b < 1:
+                return None
+            y = m.group(4)
+            raise _TwoReadings(f"{m.group(1)}{m.group(2)}{m.group(3)}{m.group(2)}{y} is "
+                               f"{_MONTHS[b - 1].title()} {a} or {_MONTHS[a - 1].title()} {b}, "
+                               f"{y}, as the writer's locale has it")
         day, month = (a, b) if m.group(2) == "." or a > 12 else (b, a)
         return _at(int(m.group(4)), month, day, _hour(int(m.group(5) or 0), m.group(8)),
                    int(m.group(6) or 0), float(m.group(7) or 0), m.group(9), default)
@@ -272,7 +326,7 @@ def parse_stated(text: str, default: tzinfo) -> datetime | None:
             if zone:
                 return None
             date, zone = date[:after.start()], after.group(0).strip()
-        return parse_stated(f"{date} {m.group('time')} {zone}", default)
+        return _parse(f"{date} {m.group('time')} {zone}", default)
     try:
         t = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
@@ -286,23 +340,31 @@ _ZONE_AT_END = re.compile(r"[ \t]" + _ZONE + "$", re.IGNORECASE)  # "2026-11-29"
 # Every form a statement is parsed in holds a digit (the tag's content too, or it parses to
 # nothing): a text without one states no time, and is not searched.
 _DIGIT = re.compile(r"\d")
+_ELSEWHERE = timezone(timedelta(hours=1))
 
 
-def stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
-    """Each parseable statement of "now" in ``text``: its start and its time, in order."""
+def stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime | Unread]]:
+    """Each statement of "now" in ``text`` that is a valid time: its start and its time, or
+    :class:`Unread` when it reads two ways; in order."""
     if _DIGIT.search(text) is None:
         return
     yield from _stated_times(text, default)
 
 
-def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime]]:
+def _stated_times(text: str, default: tzinfo) -> Iterator[tuple[int, datetime | Unread]]:
     for m in TIME_RE.finditer(text):
         raw = m.group("tag") or m.group("labelled") or m.group("json") or m.group("heading") \
             or m.group("prefix") or m.group("stamp")
         zone: tzinfo = default
         if m.group("lzone"):  # the label's zone, for a time that states none
-            zone = _zone(m.group("lzone"), default) or default
-        t = parse_stated(raw, zone)
+            try:
+                zone = _zone(m.group("lzone"), default) or default
+            except _TwoReadings as e:
+                # Only a time that states no zone of its own is in the label's.
+                t, other = reading_of(raw, UTC), reading_of(raw, _ELSEWHERE)
+                yield m.start(), t if t is not None and t == other else Unread(raw.strip(), e.why)
+                continue
+        t = reading_of(raw, zone)
         if t is not None:
             yield m.start(), t
 
@@ -326,7 +388,10 @@ def stated_zones(text: str, at: datetime) -> Iterator[tuple[int, timedelta | str
     statement by callers (an unknown word may be a zone we cannot read, not a wrong one)."""
     for m in ZONE_RE.finditer(text):
         raw = (m.group("tag") or m.group("labelled")).strip()
-        zone = _zone(raw, UTC)
+        try:
+            zone = _zone(raw, UTC)
+        except _TwoReadings:
+            zone = None
         if zone is None and _OFFSET_SHAPED.match(raw):
             yield m.start(), raw
             continue

@@ -117,3 +117,20 @@ def test_an_out_of_range_offset_in_a_time_is_no_time_not_a_crash() -> None:
     # timezone() refuses 25 hours; the statement is no time rather than a traceback.
     ok, detail = stated_now(request("<current-time>2026-11-28T10:50:00+25:00</current-time>"), NOW)
     assert not ok and "states no current time" in detail, detail
+
+
+def test_a_time_that_reads_two_ways_fails_saying_so_and_hides_an_earlier_one() -> None:
+    # The latest statement is the one a model goes by: read two ways, "now" is not known, and
+    # an earlier statement (right, here) no longer says it; the reason names the statement.
+    ambiguous = Message.text("user", "Current time: 11/12/2026 10:50\nWhere is my order O-1001?")
+    ok, detail = stated_now(request("Current time: 2026-11-28T10:50:00-03:30", "Hi", ambiguous),
+                            NOW)
+    assert not ok and detail == ("states the time as '11/12/2026 10:50', which reads two ways: "
+                                 "11/12/2026 is December 11 or November 12, 2026, as the "
+                                 "writer's locale has it"), detail
+    # Controls: the same date in en-US's 12-hour form reads one way (November 12: behind
+    # now), and a later right statement is now again.
+    ok, detail = stated_now(request("", "Current time: 11/12/2026, 10:50:00 AM"), NOW)
+    assert not ok and "states 2026-11-12T10:50:00-03:30" in detail, detail
+    ok, detail = stated_now(request("", "Current time: 2026-11-28 10:50", ambiguous), NOW)
+    assert ok, detail

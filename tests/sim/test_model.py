@@ -783,3 +783,19 @@ def test_memory_extraction_answers_preferences_claims_and_facts_from_the_request
                    "user_claims": "[claim:identity=U-2 unverified]",
                    "facts": "[fact:track_order order_id=O-1001 status=in_transit "
                             "eta=2026-11-29 as_of=2026-11-28T10:00:00+08:00]"}
+
+
+def test_a_latest_time_that_reads_two_ways_leaves_now_unknown_and_says_so() -> None:
+    # Stated right earlier, then in a form that reads two ways (day-first or month-first): the
+    # model no longer knows "now", answers from what it sees (as with no time at all), and its
+    # annotations name the statement, so a stale answer can be traced to it.
+    two_ways = Message("assistant", (HintBlock("Current time: 03/04/2026 17:00"),))
+    r = model().reply(req(user(ASK_1001_LONG), track(), user(WAIT),
+                          clock(T10 + timedelta(hours=7)), two_ways))
+    assert r.annotations["now"] is None and r.annotations["reason"] == "fresh_fact"
+    assert r.annotations["now_unread"] == ("03/04/2026 17:00 (03/04/2026 is April 3 or March 4, "
+                                           "2026, as the writer's locale has it)")
+    # The control: the same request without it calls the tool again (the fact is stale).
+    r = model().reply(req(user(ASK_1001_LONG), track(), user(WAIT),
+                          clock(T10 + timedelta(hours=7))))
+    assert r.annotations["reason"] == "stale_fact" and "now_unread" not in r.annotations

@@ -1,5 +1,6 @@
 """Statements of "now" in the forms programs write them (harnesslab/sim/times.py): each is
-read as the time it states, in the zone it states; one that could mean two times is not read."""
+read as the time it states, in the zone it states; one that could mean two times is not read,
+and says why."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harnesslab.sim.times import stated_times
+from harnesslab.sim.times import Unread, parse_stated, stated_times
 
 PLUS8 = timezone(timedelta(hours=8))
 CHICAGO_WINTER = timezone(timedelta(hours=-6))
 
 
-def now_in(text: str, default: timezone = PLUS8) -> datetime | None:
+def now_in(text: str, default: timezone = PLUS8) -> datetime | Unread | None:
     found = [t for _, t in stated_times(text, default)]
     assert len(found) <= 1, found
     return found[0] if found else None
@@ -110,16 +111,30 @@ def test_cst_is_the_scenarios_zone_when_it_can_be_and_unread_when_it_cannot() ->
     text = "Current time: 2026-11-29 10:00 CST"
     assert now_in(text, CHICAGO_WINTER) == at("2026-11-29T10:00:00-06:00")
     assert now_in(text, PLUS8) == at("2026-11-29T10:00:00+08:00")
-    # China, US Central or Cuba: a scenario at UTC cannot tell which.
-    assert now_in(text, UTC) is None
-    assert now_in("Current time: 2026-11-29 10:00 IST", UTC) is None
+    # China, US Central or Cuba: a scenario at UTC cannot tell which, and says so.
+    assert now_in(text, UTC) == Unread("2026-11-29 10:00 CST",
+                                       "CST names 3 zones (UTC-06:00, UTC+08:00, UTC-05:00)")
+    assert isinstance(now_in("Current time: 2026-11-29 10:00 IST", UTC), Unread)
+    # In the label: only a time without a zone of its own is in it.
+    assert isinstance(now_in("Current time (CST): 2026-11-29 10:00", UTC), Unread)
+    assert now_in("Current time (CST): 2026-11-29 10:00Z", UTC) == at("2026-11-29T10:00:00+00:00")
     assert now_in("Current time: 2026-11-29 10:00 IST", timezone(timedelta(hours=5, minutes=30))) \
         == at("2026-11-29T10:00:00+05:30")
 
 
+@pytest.mark.parametrize(("text", "why"), [
+    ("Current date: 03/04/2026", "03/04/2026 is April 3 or March 4, 2026"),
+    ("Current date: 03-04-2026", "03-04-2026 is April 3 or March 4, 2026"),
+    # A 12-hour clock in lower case is how day-first locales write one (en-AU, en-IN).
+    ("Current time: 12/5/2026, 10:00:00 am", "12/5/2026 is May 12 or December 5, 2026"),
+])
+def test_a_statement_that_reads_two_ways_is_not_read_and_says_why(text: str, why: str) -> None:
+    got = now_in(text)
+    assert isinstance(got, Unread) and got.why.startswith(why), got
+    assert parse_stated(got.raw, PLUS8) is None
+
+
 @pytest.mark.parametrize("text", [
-    "Current date: 03/04/2026",  # March 4 or April 3, as the writer's locale has it
-    "Current date: 03-04-2026",
     "Current time: 2026-11-29 13:00 PM",  # no such 12-hour time
     "Current time: 2026-11-29 00:30 AM",
     "Now: 3:00 PM UTC on Sunday, November 29, 2026 (UTC+8)",  # two zones
@@ -163,11 +178,15 @@ def test_now_written_by_strftime_is_read_back(wall: datetime, quarters: int,
     assert moved == (t if "%z" in fmt[0] else t.replace(tzinfo=other))
 
 
-def test_en_us_numeric_date_is_read_back_when_unambiguous() -> None:
-    for day in range(1, 32):
-        t = datetime(2026, 1, day, 9, 30, tzinfo=PLUS8)
-        got = now_in(t.strftime("Current time: %m/%d/%Y, %I:%M:%S %p"))
-        assert got == (t if day > 12 or day == 1 else None), day
+def test_en_us_numeric_date_is_read_back_on_every_day() -> None:
+    # JavaScript's en-US toLocaleString (Cline's "# Current Time"): month first, AM/PM in
+    # capitals, read so on every day; without the 12-hour clock, only when one reading exists.
+    for month in (1, 12):
+        for day in range(1, 32 if month == 1 else 13):
+            t = datetime(2026, month, day, 9, 30, tzinfo=PLUS8)
+            assert now_in(t.strftime("Current time: %m/%d/%Y, %I:%M:%S %p")) == t, (month, day)
+            plain = now_in(t.strftime("Current time: %m/%d/%Y %H:%M"))
+            assert plain == t if day > 12 or day == month else isinstance(plain, Unread), day
 
 
 @pytest.mark.parametrize("text", [
