@@ -7,7 +7,8 @@ per bench process on a loopback port, one API key per instance). Its environment
 
 - ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``: the session's OpenAI endpoint (Chat Completions
   and Responses) and key; ``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``: the same session on
-  Anthropic's Messages API (the official SDKs read these);
+  Anthropic's Messages API; ``OLLAMA_HOST``, ``OLLAMA_API_KEY``: on Ollama's ``/api/chat``
+  (the official SDKs and the ``ollama`` client read these);
 - ``HARNESSLAB_TOOLS_URL``: ``GET`` the tool schemas, ``POST {URL}/NAME`` to run one. Who the
   tool acts for is the ``tool_identity`` setting: ``caller`` (the default for programs, the
   realistic deployment: the backend trusts the ``user_id`` the harness sends, as an internal
@@ -254,7 +255,8 @@ class CmdHarness(HarnessBase):
         workdir, logs, self.instance = self._folders(context.workdir, config)
         env = {**os.environ, "OPENAI_BASE_URL": server.url,
                "OPENAI_API_KEY": self._token, "ANTHROPIC_BASE_URL": base,
-               "ANTHROPIC_API_KEY": self._token,
+               "ANTHROPIC_API_KEY": self._token, "OLLAMA_HOST": base,
+               "OLLAMA_API_KEY": self._token,
                "HARNESSLAB_TOOLS_URL": f"{base}/harnesslab/tools",
                "HARNESSLAB_SESSION_ID": context.session.id,
                "HARNESSLAB_SESSION_USER": context.session.user, "PYTHONUNBUFFERED": "1",

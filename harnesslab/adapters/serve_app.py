@@ -36,6 +36,14 @@ Routes:
   (``adapters.conversations_wire``), a session's own; ``conversation`` on a Responses request
   continues one (mutually exclusive with ``previous_response_id``), and its input and output
   are added once answered.
+- ``POST /api/chat``: Ollama's native chat API (``adapters.ollama_wire``), the key in
+  ``Authorization: Bearer`` (the ``ollama`` client sends ``OLLAMA_API_KEY`` so); streamed
+  as newline-delimited JSON unless ``stream`` is false, as Ollama does. Ollama's truncation
+  is the default: a request over the window (the service's, or ``options.num_ctx`` when
+  smaller) is served with its oldest messages dropped, system messages kept, and the record
+  notes how many; with ``truncate: false`` it is a 400 ``{"error": "the input length exceeds
+  the context length"}``. ``GET /api/tags`` lists the one model, ``GET /api/version``
+  answers a version, for clients that check the server first.
 - ``POST /v1/embeddings``: the OpenAI Embeddings API (``adapters.embeddings_wire``), for a
   harness whose memory retrieves by similarity: the bench's deterministic n-gram embedder,
   floats or base64, token-id input read as cl100k_base; nothing recorded.
@@ -78,7 +86,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harnesslab.adapters import anthropic_wire, embeddings_wire, responses_wire
+from harnesslab.adapters import anthropic_wire, embeddings_wire, ollama_wire, responses_wire
 from harnesslab.adapters.conversations_wire import ConversationNotFound, Conversations
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
@@ -129,6 +137,8 @@ class WireSession:
     # cost); one for each wire, since the same dict may be valid in one and not the other.
     converted: Converted = field(default_factory=Converted)
     converted_anthropic: Converted = field(default_factory=Converted)
+    # Ollama's: its last body converted, and the calls answered (for ids sent back without).
+    ollama: ollama_wire.OllamaState = field(default_factory=ollama_wire.OllamaState)
     sent: Sent = field(default_factory=Sent)
     # The Conversations API's conversations (adapters.conversations_wire), made at first use.
     _conversations: Conversations | None = None
@@ -354,8 +364,8 @@ def build_app(sessions: Sessions) -> Any:
         def __init__(self, status: int, message: str, **kw: Any) -> None:
             self.status, self.message, self.kw = status, message, kw
 
-    def handler(fn: Callable[[HttpRequest], Awaitable[Any]], *, anthropic: bool = False
-                ) -> Callable[[HttpRequest], Awaitable[Any]]:
+    def handler(fn: Callable[[HttpRequest], Awaitable[Any]], *, anthropic: bool = False,
+                ollama: bool = False) -> Callable[[HttpRequest], Awaitable[Any]]:
         async def wrapped(req: HttpRequest) -> Any:
             try:
                 return await fn(req)
@@ -363,6 +373,8 @@ def build_app(sessions: Sessions) -> Any:
                 r = Refused(401, "this session has ended", **closed)
             except Refused as e:
                 r = e
+            if ollama:
+                return JSONResponse(ollama_wire.error_body(r.message), r.status)
             if anthropic:
                 kind = r.kw.get("type", "invalid_request_error")
                 return aerr(r.status, r.message, kind)
@@ -539,6 +551,39 @@ def build_app(sessions: Sessions) -> Any:
         if body.get("stream") is True:
             return sse(anthropic_wire.stream_events(resp, id=mid, model=model), named=True)
         return JSONResponse(anthropic_wire.message_object(resp, id=mid, model=model))
+
+    async def ollama_chat(req: HttpRequest) -> Any:
+        s = await session_of(req)
+        body = await body_of(req)
+
+        def refused(status: int, message: str) -> JSONResponse:
+            return JSONResponse(ollama_wire.error_body(message), status)
+
+        try:
+            request = ollama_wire.request_from_ollama(body, session_id=s.context.session.id,
+                                                      state=s.ollama)
+        except InputError as e:
+            return refused(400, f"{e.field}: {e.problem}")
+        try:
+            resp, _ = await call(s, request)
+        except ContextOverflowError:
+            return refused(400, ollama_wire.CONTEXT_LENGTH)
+        except ProtocolError as e:
+            return refused(400, f"messages: {e.problem}")
+        s.ollama.answered(resp)
+        model = str(body.get("model") or MODEL)
+        at = ollama_wire.created_at(s.context.clock.now())
+        if body.get("stream", True) is not False:
+            return HttpResponse("".join(ollama_wire.stream_lines(resp, model=model, at=at)),
+                                media_type="application/x-ndjson")
+        return JSONResponse(ollama_wire.chat_object(resp, model=model, at=at))
+
+    async def ollama_tags(req: HttpRequest) -> JSONResponse:
+        return JSONResponse({"models": [{"name": MODEL, "model": MODEL, "size": 0,
+                                         "digest": "", "details": {"family": "harnesslab"}}]})
+
+    async def ollama_version(req: HttpRequest) -> JSONResponse:
+        return JSONResponse({"version": ollama_wire.VERSION})
 
     async def input_optional(req: HttpRequest) -> tuple[WireSession, dict[str, Any]]:
         """The session and body of a Responses route whose ``input`` may be left out (a
@@ -735,6 +780,9 @@ def build_app(sessions: Sessions) -> Any:
         Route("/v1/messages/count_tokens", handler(messages_count, anthropic=True),
               methods=["POST"]),
         Route("/v1/embeddings", embeddings, methods=["POST"]),
+        Route("/api/chat", handler(ollama_chat, ollama=True), methods=["POST"]),
+        Route("/api/tags", ollama_tags, methods=["GET"]),
+        Route("/api/version", ollama_version, methods=["GET"]),
         Route("/harnesslab/v1/request", native, methods=["POST"]),
         Route("/harnesslab/tools", tools, methods=["GET"]),
         Route("/harnesslab/tools/{name}", run_tool, methods=["POST"]),

@@ -70,7 +70,9 @@ def show_call(rec: Record, n: int) -> str:
     if req.summary:
         lines.append("summary:\n  " + req.summary.replace("\n", "\n  "))
     if e.get("truncated"):
-        lines.append(f"the server truncated the request (truncation auto): {e['truncated']} "
+        how = "Ollama's truncate: system messages kept" \
+            if req.stated("truncation") == "keep_system" else "truncation auto"
+        lines.append(f"the server truncated the request ({how}): {e['truncated']} "
                      "of the messages sent were dropped, from the beginning")
     lines.append(f"messages ({len(req.messages)}):")
     lines += [_message(i, m) for i, m in enumerate(req.messages)]

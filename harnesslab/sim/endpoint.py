@@ -117,11 +117,12 @@ class Endpoint:
         request = self.same.request(request)
         self.calls += 1
         n = self.calls
-        # The server's own truncation (Responses ``truncation: "auto"``): the model sees, and
-        # the record keeps, the request as truncated, with how many messages were dropped.
+        # The server's own truncation (Responses ``truncation: "auto"``, Ollama's default,
+        # which keeps system messages): the model sees, and the record keeps, the request as
+        # truncated, with how many messages were dropped.
         cut: dict[str, int] = {}
-        if request.meta and request.stated("truncation") == "auto":
-            request, dropped = self.service.fit(request)
+        if request.meta and (how := request.stated("truncation")) in ("auto", "keep_system"):
+            request, dropped = self.service.fit(request, keep_system=how == "keep_system")
             cut = {"truncated": dropped} if dropped else {}
         try:
             usage = self.service.admit(request)

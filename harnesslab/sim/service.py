@@ -207,15 +207,24 @@ class SimulatedService:
         return self.profile.default_output if request.output_budget is None \
             else request.output_budget
 
-    def fit(self, request: Request) -> tuple[Request, int]:
-        """The Responses API's ``truncation: "auto"``: ``request`` with messages dropped from
-        the beginning of the conversation until its input and planned output fit the window
-        and the input limit (the API subtracts the output allowance from the input limit); a
-        tool result left at the head without its call goes with it. Returns the request and
-        how many messages were dropped (0: it fit as it was). The last message stays: a
-        request that does not fit even so is rejected by :meth:`admit`, as with ``disabled``."""
+    def window(self, request: Request) -> int:
+        """The window ``request`` is served in: the profile's, or less when the request sets
+        a smaller one (``("window", N)`` meta: Ollama's ``num_ctx``, the context the model is
+        loaded with)."""
+        asked = request.stated("window") if request.meta else None
+        return self.profile.window if asked is None else min(self.profile.window, int(asked))
+
+    def fit(self, request: Request, *, keep_system: bool = False) -> tuple[Request, int]:
+        """The server's own truncation: ``request`` with messages dropped from the beginning
+        of the conversation until its input and planned output fit the window and the input
+        limit (the API subtracts the output allowance from the input limit); a tool result
+        left at the head without its call goes with it. The Responses API's ``truncation:
+        "auto"``; Ollama's (``keep_system``) keeps the system messages among those dropped.
+        Returns the request and how many messages were dropped (0: it fit as it was). The
+        last message stays: a request that does not fit even so is rejected by
+        :meth:`admit`, as with ``disabled``."""
         p = self.profile
-        limit = min(p.window - self.planned_output(request), p.max_input)
+        limit = min(self.window(request) - self.planned_output(request), p.max_input)
         if self.count_input(request) <= limit:
             return request, 0  # the usual case: counted as admit counts it, incrementally
         c = self._counter
@@ -224,14 +233,20 @@ class SimulatedService:
         units = [c.message_units(m) for m in request.messages]
         total = sum(units)
         msgs = request.messages
+        kept: list[Message] = []
         k = 0
         while k < len(msgs) - 1 and finalize(head + total) > limit:
-            total -= units[k]
+            if keep_system and msgs[k].role == "system":
+                kept.append(msgs[k])
+            else:
+                total -= units[k]
             k += 1
             while k < len(msgs) - 1 and msgs[k].role == "tool":
                 total -= units[k]
                 k += 1
-        return (request, 0) if k == 0 else (replace(request, messages=msgs[k:]), k)
+        dropped = k - len(kept)
+        return (request, 0) if dropped == 0 else \
+            (replace(request, messages=(*kept, *msgs[k:])), dropped)
 
     def admit(self, request: Request) -> Usage:
         """Return the true usage, or raise ProtocolError for a request that breaks the chat
@@ -255,6 +270,7 @@ class SimulatedService:
             raise reject("max_output", p.max_output)
         if true_input > p.max_input:
             raise reject("max_input", p.max_input)
-        if true_input + planned > p.window:
-            raise reject("window", p.window)
+        window = self.window(request)
+        if true_input + planned > window:
+            raise reject("window", window)
         return Usage(true_input, planned)

@@ -74,7 +74,7 @@ NOT_CALLS = {"/v1/embeddings", "/v1/messages/count_tokens", "/v1/responses/input
 
 def test_the_wires_table_lists_every_route_that_takes_a_model_call() -> None:
     served = served_wires()
-    assert len(served) == 5
+    assert len(served) == 6
     assert listed_wires(page("black-box.md")) == served
 
 

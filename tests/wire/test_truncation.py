@@ -89,3 +89,28 @@ def test_auto_is_answered_where_disabled_is_refused_and_the_record_says_so(
     assert "auto): 1 of the messages sent were dropped" in capsys.readouterr().out
     assert main(["show", str(tmp_path / "session1.jsonl"), "--call", "1"]) == 0
     assert "dropped" not in capsys.readouterr().out  # the control: the refused one was whole
+
+
+def test_ollamas_truncation_keeps_the_system_messages_it_passes() -> None:
+    note = Message.text("system", "回答简单一点。")
+    r = Request(system="你是客服。", messages=(note, *_conversation()))
+    s = _service(200)
+    kept, k = s.fit(r, keep_system=True)
+    dropped, k2 = s.fit(r)
+    assert kept.messages[0] == note and k == k2 - 1  # the note stays, counted as kept
+    assert note not in dropped.messages  # the control: Responses' truncation drops it too
+    assert s.count_input(kept) + 50 <= 200
+
+
+def test_a_smaller_window_asked_for_is_the_requests_window() -> None:
+    # Ollama's num_ctx: the model loaded with less context than the service could give.
+    s = _service(100_000)
+    r = Request(system="", messages=(Message.text("user", LONG), Message.text("user", Q1)))
+    s.admit(r)  # the control: it fits the service's window
+    small = r.with_meta(("window", str(s.count_input(r) + 49)))
+    with pytest.raises(ContextOverflowError) as e:
+        s.admit(small)
+    assert (e.value.detail.limit_name, e.value.detail.limit) == ("window", s.count_input(r) + 49)
+    assert s.window(r.with_meta(("window", "10000000"))) == 100_000  # never more than its own
+    cut, k = s.fit(small)
+    assert k == 1 and cut.messages == r.messages[1:]
