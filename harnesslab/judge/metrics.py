@@ -27,6 +27,10 @@ Per run (``run_metrics``):
 - ``overflow_rate`` = service rejections for a crossed limit / model calls attempted;
   ``protocol_error_rate`` = rejections for a broken chat protocol (a tool result without its
   call, an unanswered call, ...) / model calls attempted.
+- ``server_truncation_rate`` = model calls the server answered only after dropping messages
+  of the request (the Responses API's ``truncation: "auto"``, Ollama's truncation at
+  ``num_ctx``) / model calls answered, with ``server_dropped_messages`` (their sum); only for
+  runs where the server cut something: the harness's overflows the server hid.
 - ``trigger_lateness`` = mean over compactions of true tokens of the context when compaction
   fired / (trigger_ratio x the service's true window).
 - ``estimate_error`` = per admitted call (estimate - true) / true: signed mean, MAPE, p95 of
@@ -139,6 +143,7 @@ class Tally:
         self._leaking = 0
         self._leak_den = 0
         self._overflows = self._protocol = self._calls = 0
+        self._cut_calls = self._cut_messages = 0  # calls the server truncated, messages it dropped
         self._true_input = 0
         self._summary_tokens = 0
         self._compactions = 0
@@ -235,6 +240,9 @@ class Tally:
     def _call(self, rec: Record, e: dict[str, Any], now: datetime | None) -> None:
         self._calls += 1
         self._true_input += e["true_input"]
+        if e.get("truncated"):
+            self._cut_calls += 1
+            self._cut_messages += e["truncated"]
         self.kinds.add((e.get("annotations") or {}).get("kind"))
         if e["true_input"] and e["estimate"] is not None:
             self._errors.append((e.get("kind", ""), e.get("kind"),
@@ -349,6 +357,10 @@ class Tally:
             "compactions": n_compactions,
             "summary_tokens": summary_tokens,
             "model_calls": self._calls,
+            # only for runs whose server truncated a request (Responses' truncation "auto",
+            # Ollama's default): the context the harness left to the server to cut
+            **({"server_truncation_rate": Rate(self._cut_calls, self._calls).to_dict(),
+                "server_dropped_messages": self._cut_messages} if self._cut_calls else {}),
             # only for scenarios with session steps (their turns name the instance)
             **(self._resume(rec) if self._sessions else {}),
             **(memory_metrics(rec) if self.uses_memory(rec) else {}),

@@ -101,7 +101,7 @@ def test_a_stale_table_is_seen() -> None:
     assert render(lost) != lost
 
 
-def test_every_metric_a_run_produces_is_documented() -> None:
+def test_every_metric_a_run_produces_is_documented(tmp_path: Path) -> None:
     from harnesslab.run.runner import run_scenario_file
     from harnesslab.scenario.loader import bundled_dir
 
@@ -111,8 +111,30 @@ def test_every_metric_a_run_produces_is_documented() -> None:
     for sc in ("followup-o1001-zh", "restart-followup-en", "memory-two-users-zh"):
         (r,) = run_scenario_file(bundled_dir() / f"{sc}.yaml", variants=["default"])
         produced |= set(r.metrics)
+    produced |= set(_server_truncated_metrics(tmp_path))
     assert sorted(k for k in produced if k not in documented and f"``{k}``" not in table) == []
     assert sorted(documented - produced) == []
+
+
+def _server_truncated_metrics(out: Path) -> dict[str, object]:
+    """The metrics of a session whose server truncated a request (Ollama's default over its
+    window), which no bundled run makes."""
+    pytest.importorskip("starlette", reason="pip install -e '.[serve]'")
+    import httpx
+
+    from harnesslab.judge.metrics import run_metrics
+    from harnesslab.record.format import Record
+    from tests.wire.support import Q1, serving
+
+    with serving(out, cli_set={"service.window": 400, "service.max_output": 100,
+                               "service.default_output": 100}) as (url, _):
+        r = httpx.post(f"{url.removesuffix('/v1')}/api/chat",
+                       headers={"Authorization": "Bearer k"},
+                       json={"model": "m", "stream": False, "messages": [
+                           {"role": "user", "content": "很长的历史记录。" * 200},
+                           {"role": "user", "content": Q1}]})
+    assert r.status_code == 200, r.text
+    return run_metrics(Record.load(out / "session1.jsonl"), [])
 
 
 # --- hand-written tables, checked ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from harnesslab.adapters.ollama_wire import (
     stream_lines,
 )
 from harnesslab.errors import InputError
+from harnesslab.judge.metrics import run_metrics
 from harnesslab.messages import (
     DataBlock,
     Message,
@@ -261,6 +262,7 @@ def test_the_ollama_client_runs_a_conversation_with_tools(tmp_path: Path, stream
     calls = rec.of_type("model_call")
     assert len(calls) == 3 and calls[-1]["true_input"] == second.prompt_eval_count
     assert not rec.of_type("protocol_error")
+    assert "server_truncation_rate" not in run_metrics(rec, [])  # nothing cut: no such metric
     # The call came back without its id and its result without one: both have the id the
     # model gave, so the result answers the call the model made.
     made = calls[0]["reply"][0]["id"]
@@ -304,6 +306,11 @@ def test_over_the_window_ollama_truncates_unless_told_not_to(tmp_path: Path) -> 
     assert cut.prompt_eval_count < whole.prompt_eval_count
     assert refused.status_code == 400 and refused.json() == {
         "error": "the input length exceeds the context length"}
+    # The metrics say what the server hid: two of three answered calls cut, two messages gone
+    # (the refused call is an overflow, not a cut).
+    metrics = run_metrics(rec, [])
+    assert metrics["server_truncation_rate"] == {"num": 2, "den": 3, "value": 2 / 3}
+    assert metrics["server_dropped_messages"] == 2 and metrics["overflow_rate"]["num"] == 1
 
 
 def test_refusals_are_ollamas_error_shape(tmp_path: Path) -> None:

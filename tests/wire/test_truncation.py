@@ -12,6 +12,7 @@ import pytest
 
 from harnesslab.cli import main
 from harnesslab.errors import ContextOverflowError
+from harnesslab.judge.metrics import run_metrics
 from harnesslab.messages import Message, Request, ToolCallBlock, ToolResultBlock
 from harnesslab.record.format import Record
 from harnesslab.sim.service import SimulatedService, get_profile
@@ -85,6 +86,7 @@ def test_auto_is_answered_where_disabled_is_refused_and_the_record_says_so(
     assert seen.stated("truncation") == "auto"
     assert call["true_input"] + call["planned_output"] <= 400
     assert bad.value.param == "truncation" and "'middle'" in str(bad.value)
+    assert run_metrics(rec, [])["server_dropped_messages"] == 1
     assert main(["show", str(tmp_path / "session1.jsonl"), "--call", "2"]) == 0
     assert "auto): 1 of the messages sent were dropped" in capsys.readouterr().out
     assert main(["show", str(tmp_path / "session1.jsonl"), "--call", "1"]) == 0
