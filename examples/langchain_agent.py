@@ -1,5 +1,5 @@
 """A LangChain v1 agent (create_agent), tested black-box by harnesslab, in its own venv:
-    python -m venv /work/fw/langgraph && /work/fw/langgraph/bin/pip install langchain langchain-openai
+    python -m venv /work/fw/langgraph && /work/fw/langgraph/bin/pip install langchain langchain-openai langchain-ollama
     harnesslab run --set harness=cmd:"/work/fw/langgraph/bin/python examples/langchain_agent.py"
 
 Its context management, as LangChain's documentation configures it:
@@ -10,10 +10,15 @@ Its context management, as LangChain's documentation configures it:
   keeping the newest KEEP_MESSAGES messages;
 - a dynamic system prompt (@dynamic_prompt) stating "Current time: <ISO>" on every call;
 - the checkpointer keeps the thread's state between turns.
+
+``--ollama``: the same agent on ``ChatOllama`` (langchain-ollama), as its documentation sets one
+up: ``ChatOllama(model=...)``, the host and key from ``OLLAMA_HOST`` and ``OLLAMA_API_KEY``,
+which the bench points at the session's ``/api/chat``; there Ollama's own truncation applies.
 """
 # First: it routes what the framework logs on stdout to stderr before the framework loads.
 from bench_loop import TOOLS, Failed, call_tool, serve
 import os
+import sys
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware, dynamic_prompt
@@ -25,7 +30,15 @@ from openai import BadRequestError
 TRIGGER_TOKENS = 3000
 KEEP_MESSAGES = 6
 NOW = {"iso": ""}
-model = ChatOpenAI(model="harnesslab", temperature=0)
+if "--ollama" in sys.argv:
+    from langchain_ollama import ChatOllama
+    from ollama import ResponseError
+
+    model = ChatOllama(model="harnesslab", temperature=0)
+    REFUSED: tuple[type[Exception], ...] = (ResponseError,)
+else:
+    model = ChatOpenAI(model="harnesslab", temperature=0)
+    REFUSED = (BadRequestError,)
 
 
 def tool(schema: dict) -> StructuredTool:
@@ -52,8 +65,8 @@ def answer(text: str, now: str) -> str:
     NOW["iso"] = now
     try:
         out = agent.invoke({"messages": [{"role": "user", "content": text}]}, CONFIG)
-    except BadRequestError as e:  # e.g. context_length_exceeded
-        raise Failed(str(e.code or "rejected")) from None
+    except REFUSED as e:  # e.g. context_length_exceeded
+        raise Failed(str(getattr(e, "code", None) or "rejected")) from None
     return out["messages"][-1].content
 
 

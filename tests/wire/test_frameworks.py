@@ -30,6 +30,8 @@ RESTART = {"restart-followup-zh": {"s2.resume_fidelity", "s3.answered", "s3.ment
                                    "s3.fresh_fact"}}
 FRAMEWORKS = {
     "langchain": ("langgraph", {**IDENTITY, **RESTART}),
+    # The same agent on ChatOllama over the Ollama wire (Ollama's truncation on the server).
+    "langchain --ollama": ("langgraph", {**IDENTITY, **RESTART}),
     "llamaindex": ("llamaindex", {**IDENTITY, **RESTART}),
     # Its ReActAgent: the tools in the prompt, calls and results as text (sim.react).
     "llamaindex --react": ("llamaindex", {**IDENTITY, **RESTART}),
