@@ -61,7 +61,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise InputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}",
                          field="--port") from None
     print(f"harnesslab serve: {sc.id}/{name} seed {args.seed} at {server.url} "
-          f"(one API key per session); records in {out}", file=sys.stderr, flush=True)
+          f"(Anthropic and Ollama at {server.url.removesuffix('/v1')}; one API key per "
+          f"session); records in {out}", file=sys.stderr, flush=True)
     try:
         server.run()
     finally:

@@ -42,6 +42,12 @@ def test_serve_process_binds_loopback_and_records(tmp_path: Path) -> None:
                        json={"model": "harnesslab", "messages": [{"role": "user", "content": Q1}]},
                        timeout=60)
         assert r.status_code == 200 and "O-1001" in r.json()["choices"][0]["message"]["content"]
+        host = re.search(r"Ollama at (http://\S+);", line)
+        assert host and host.group(1) == url.group(1).removesuffix("/v1"), line
+        r = httpx.post(f"{host.group(1)}/api/chat", headers={"Authorization": "Bearer t"},
+                       json={"model": "m", "stream": False,
+                             "messages": [{"role": "user", "content": Q1}]}, timeout=60)
+        assert r.status_code == 200 and "O-1001" in r.json()["message"]["content"]
     finally:
         proc.terminate()
         proc.wait(30)
