@@ -19,7 +19,7 @@ inst() {
 }
 inst langgraph "langgraph==1.2.24" "langchain==1.5.2" "langchain-openai==1.7.4" "langgraph-checkpoint-sqlite==3.1.2" "mcp==2.3.0" "langchain-ollama==1.1.0" "ollama==0.6.3"
 inst autogen "autogen-agentchat==0.7.5" "autogen-ext[openai,mcp]==0.7.5"
-inst llamaindex "llama-index-core==0.14.25" "llama-index-llms-openai==0.8.3" "mcp==2.3.0"
+inst llamaindex "llama-index-core==0.14.25" "llama-index-llms-openai==0.8.3" "mcp==2.3.0" "llama-index-llms-ollama==0.11.0" "ollama==0.6.3"
 inst agno "agno==3.1.10" "openai==3.57.0" "mcp==2.3.0" "sqlalchemy==2.1.9"
 inst haystack "haystack-ai==3.4.1" "mcp==2.3.0" "openai==3.57.0" "tiktoken==0.14.0"
 inst semantic-kernel "semantic-kernel==1.45.0" "openai==3.63.0"

@@ -1,5 +1,5 @@
 """A llama-index FunctionAgent, tested black-box by harnesslab, in its own venv:
-    python -m venv /work/fw/llamaindex && /work/fw/llamaindex/bin/pip install llama-index-core llama-index-llms-openai
+    python -m venv /work/fw/llamaindex && /work/fw/llamaindex/bin/pip install llama-index-core llama-index-llms-openai llama-index-llms-ollama
     harnesslab run --set harness=cmd:"/work/fw/llamaindex/bin/python examples/llamaindex_agent.py"
 
 Its context management, as llama-index's documentation configures it: the agent's memory is
@@ -10,6 +10,10 @@ user message) and the summary is given back as a system message. The system prom
 the time as "现在是 <ISO>".
 ``--react``: a ReActAgent instead, which offers the tools in its prompt (Thought / Action /
 Action Input lines, results handed back as "Observation: ...") and none to the API.
+``--ollama``: the model is llama-index's ``Ollama`` (llama-index-llms-ollama) on the session's
+Ollama ``/api/chat`` (``OLLAMA_HOST``; the key from ``OLLAMA_API_KEY``, which the ollama client
+sends), as its documentation sets one up: its context window left unset, so it asks the server
+(``/api/show``) and sends it as ``num_ctx``.
 """
 # First: it routes what the framework logs on stdout to stderr before the framework loads.
 from bench_loop import TOOLS, Failed, call_tool, serve
@@ -25,7 +29,16 @@ from openai import BadRequestError
 from pydantic import create_model
 
 TOKEN_LIMIT = 3000
-llm = OpenAI(model="gpt-4o-mini", temperature=0, api_base=os.environ["OPENAI_BASE_URL"])  # the name only sizes llama-index's own window
+if "--ollama" in sys.argv:
+    from llama_index.llms.ollama import Ollama
+    from ollama import ResponseError
+
+    llm = Ollama(model="harnesslab", base_url=os.environ["OLLAMA_HOST"], temperature=0,
+                 request_timeout=120)
+    REFUSED: tuple[type[Exception], ...] = (ResponseError,)
+else:
+    llm = OpenAI(model="gpt-4o-mini", temperature=0, api_base=os.environ["OPENAI_BASE_URL"])  # the name only sizes llama-index's own window
+    REFUSED = (BadRequestError,)
 memory = ChatSummaryMemoryBuffer.from_defaults(llm=llm, token_limit=TOKEN_LIMIT)
 
 
@@ -54,8 +67,8 @@ def answer(text: str, now: str) -> str:
 
     try:
         return loop.run_until_complete(go())
-    except BadRequestError as e:
-        raise Failed(str(e.code or "rejected")) from None
+    except REFUSED as e:
+        raise Failed(str(getattr(e, "code", None) or "rejected")) from None
 
 
 serve(answer)

@@ -91,6 +91,7 @@ from harnesslab.harness.base import (
     HarnessContext,
     HarnessGone,
     TurnResult,
+    context_window,
     count_tokens,
 )
 from harnesslab.harness.config import HarnessConfig
@@ -227,6 +228,10 @@ class _Door:
         """The API's token count (``harness.base.TokenCounting``): no call, so nothing of the
         kill or the first-call hook applies."""
         return count_tokens(self._inner, request)
+
+    def context_window(self) -> int | None:
+        """The model's window (``harness.base.ModelInfo``), as the inner endpoint states it."""
+        return context_window(self._inner)
 
 
 class CmdHarness(HarnessBase):

@@ -61,7 +61,7 @@ from harnesslab.messages import (
 )
 
 __all__ = ["CONTEXT_LENGTH", "VERSION", "OllamaState", "chat_object", "created_at", "error_body",
-           "request_from_ollama", "stream_lines"]
+           "request_from_ollama", "show_object", "stream_lines"]
 
 VERSION = "0.12.0"  # the Ollama API this wire follows (``GET /api/version``)
 # What Ollama answers when a request does not fit and may not be truncated.
@@ -364,6 +364,18 @@ def stream_lines(resp: Response, *, model: str, at: str) -> Iterator[str]:
                     "done": False})
     yield line({"model": model, "created_at": at,
                 "message": {"role": "assistant", "content": ""}, **_done(resp)})
+
+
+def show_object(window: int | None) -> dict[str, Any]:
+    """``/api/show``'s answer: the model's details, its capabilities and, when known, its
+    context length (the service's true window, as a model server states its model's)."""
+    info: dict[str, Any] = {"general.architecture": "harnesslab"}
+    if window is not None:
+        info["harnesslab.context_length"] = window
+    return {"modelfile": "", "parameters": "", "template": "",
+            "details": {"format": "gguf", "family": "harnesslab", "families": ["harnesslab"],
+                        "parameter_size": "", "quantization_level": ""},
+            "model_info": info, "capabilities": ["completion", "tools"]}
 
 
 def error_body(message: str) -> dict[str, Any]:

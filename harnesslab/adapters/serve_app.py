@@ -42,8 +42,9 @@ Routes:
   is the default: a request over the window (the service's, or ``options.num_ctx`` when
   smaller) is served with its oldest messages dropped, system messages kept, and the record
   notes how many; with ``truncate: false`` it is a 400 ``{"error": "the input length exceeds
-  the context length"}``. ``GET /api/tags`` lists the one model, ``GET /api/version``
-  answers a version, for clients that check the server first.
+  the context length"}``. ``POST /api/show`` states the model's context length (the
+  service's window: what LlamaIndex's Ollama sizes its context by), ``GET /api/tags`` lists
+  the one model, ``GET /api/version`` answers a version, for clients that check first.
 - ``POST /v1/embeddings``: the OpenAI Embeddings API (``adapters.embeddings_wire``), for a
   harness whose memory retrieves by similarity: the bench's deterministic n-gram embedder,
   floats or base64, token-id input read as cl100k_base; nothing recorded.
@@ -90,7 +91,7 @@ from harnesslab.adapters import anthropic_wire, embeddings_wire, ollama_wire, re
 from harnesslab.adapters.conversations_wire import ConversationNotFound, Conversations
 from harnesslab.adapters.openai_wire import completion, error_body, request_from_openai, stream_chunks
 from harnesslab.errors import ContextOverflowError, InputError, ProtocolError
-from harnesslab.harness.base import HarnessContext, count_tokens
+from harnesslab.harness.base import HarnessContext, context_window, count_tokens
 from harnesslab.harness.identity import IdentityMode, bind_identity
 from harnesslab.messages import (
     Converted,
@@ -578,6 +579,14 @@ def build_app(sessions: Sessions) -> Any:
                                 media_type="application/x-ndjson")
         return JSONResponse(ollama_wire.chat_object(resp, model=model, at=at))
 
+    @handler
+    async def ollama_show(req: HttpRequest) -> JSONResponse:
+        # What a model server states of its model, which a harness may size its context by
+        # (LlamaIndex's Ollama reads the context length here and sends it as num_ctx).
+        s = await session_of(req)
+        window = context_window(s.context.endpoint)
+        return JSONResponse(ollama_wire.show_object(window))
+
     async def ollama_tags(req: HttpRequest) -> JSONResponse:
         return JSONResponse({"models": [{"name": MODEL, "model": MODEL, "size": 0,
                                          "digest": "", "details": {"family": "harnesslab"}}]})
@@ -781,6 +790,7 @@ def build_app(sessions: Sessions) -> Any:
               methods=["POST"]),
         Route("/v1/embeddings", embeddings, methods=["POST"]),
         Route("/api/chat", handler(ollama_chat, ollama=True), methods=["POST"]),
+        Route("/api/show", handler(ollama_show, ollama=True), methods=["POST"]),
         Route("/api/tags", ollama_tags, methods=["GET"]),
         Route("/api/version", ollama_version, methods=["GET"]),
         Route("/harnesslab/v1/request", native, methods=["POST"]),

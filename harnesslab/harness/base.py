@@ -77,6 +77,21 @@ class TokenCounting(Protocol):
     def count_tokens(self, request: Request) -> int: ...
 
 
+@runtime_checkable
+class ModelInfo(Protocol):
+    """An endpoint that says how large its model's context window is, as a model server's
+    model information does (Ollama's ``/api/show``; None: it does not know); the bench's
+    endpoints all do."""
+
+    def context_window(self) -> int | None: ...
+
+
+def context_window(endpoint: object) -> int | None:
+    """``endpoint``'s context window (the doors that wrap an endpoint pass it on through this);
+    None when it says none."""
+    return endpoint.context_window() if isinstance(endpoint, ModelInfo) else None
+
+
 def count_tokens(endpoint: object, request: Request) -> int:
     """``endpoint``'s token count of ``request`` (the doors that wrap an endpoint pass the
     count on through this); NotImplementedError when it offers none."""

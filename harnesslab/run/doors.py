@@ -38,6 +38,10 @@ class ModelDoor:
         """The API's token count (``harness.base.TokenCounting``): nothing recorded."""
         return self.__endpoint.count_tokens(request)
 
+    def context_window(self) -> int:
+        """The model's window, as a model server states it (``harness.base.ModelInfo``)."""
+        return self.__endpoint.context_window()
+
 
 class ToolDoor:
     """``schemas`` and ``run``; every run is recorded with the acting user the harness named."""

@@ -34,6 +34,7 @@ from harnesslab.harness.base import (
     ModelEndpoint,
     StateUnsupported,
     TurnResult,
+    context_window,
     count_tokens,
 )
 from harnesslab.messages import Request, Response
@@ -80,6 +81,10 @@ class KillDoor:
     def count_tokens(self, request: Request) -> int:
         """The inner door's token count (a count is no call: it never kills)."""
         return count_tokens(self.__inner, request)
+
+    def context_window(self) -> int | None:
+        """The inner door's context window (``harness.base.ModelInfo``)."""
+        return context_window(self.__inner)
 
 
 @dataclass

@@ -104,6 +104,11 @@ class Endpoint:
         return self.service.count_aside(replace(request,
                                                 messages=self.same.messages(request.messages)))
 
+    def context_window(self) -> int:
+        """The service's true window (``harness.base.ModelInfo``): what a model server states
+        of its model."""
+        return self.service.profile.window
+
     def count_tokens(self, request: Request) -> int:
         """What the APIs' token counting endpoints answer: the input tokens the service would
         bill for ``request``; nothing admitted (no limit, no protocol check), billed or

@@ -61,14 +61,16 @@ def served_wires() -> set[str]:
 
     app = build_app(Sessions())
     # Every POST route takes a model call but the tools' (POST /harnesslab/tools/NAME runs a
-    # tool), the embeddings', the token counts' and the conversations' (no model call); GET
-    # routes list models and tools and tell the time: serve.md's, as the embeddings and counts.
+    # tool), the embeddings', the token counts', the conversations' and Ollama's model
+    # information (no model call); GET routes list models and tools and tell the time:
+    # serve.md's, as the embeddings and counts.
     return {f"POST {r.path}" for r in app.routes if isinstance(r, Route)
             and "POST" in (r.methods or ()) and not r.path.startswith("/harnesslab/tools")
             and r.path not in NOT_CALLS}
 
 
 NOT_CALLS = {"/v1/embeddings", "/v1/messages/count_tokens", "/v1/responses/input_tokens",
+             "/api/show",
              "/v1/conversations", "/v1/conversations/{cid}", "/v1/conversations/{cid}/items"}
 
 

@@ -34,7 +34,9 @@ def _reachable(obj: Any) -> set[str]:
 
 def test_each_door_offers_only_its_methods() -> None:
     ctx, _, _ = _context()
-    assert _reachable(ctx.endpoint) == {"call", "count_tokens"}  # as the APIs offer
+    # as the APIs offer: a call, a token count, the model's window (a model server's info)
+    assert _reachable(ctx.endpoint) == {"call", "count_tokens", "context_window"}
+    assert ctx.endpoint.context_window() == 128000  # type: ignore[attr-defined]
     assert _reachable(ctx.tools) == {"schemas", "run"}
     assert _reachable(ctx.clock) == {"now"}
     assert _reachable(ctx.sink) == {"emit"}

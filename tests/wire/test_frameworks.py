@@ -35,6 +35,8 @@ FRAMEWORKS = {
     "llamaindex": ("llamaindex", {**IDENTITY, **RESTART}),
     # Its ReActAgent: the tools in the prompt, calls and results as text (sim.react).
     "llamaindex --react": ("llamaindex", {**IDENTITY, **RESTART}),
+    # Its Ollama LLM over the Ollama wire: the context length asked of /api/show, as num_ctx.
+    "llamaindex --ollama": ("llamaindex", {**IDENTITY, **RESTART}),
     "autogen": ("autogen", {**IDENTITY, **RESTART}),
     "agno": ("agno", {**IDENTITY, **RESTART,
                       "followup-after-filler-zh": {"s3.not_called"}}),

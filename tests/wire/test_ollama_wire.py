@@ -330,3 +330,19 @@ def test_refusals_are_ollamas_error_shape(tmp_path: Path) -> None:
     assert bad.status_code == 400 and bad.json()["error"].startswith("messages[0].role: ")
     assert stranger.status_code == 401 and set(stranger.json()) == {"error"}
     assert not_json.status_code == 400 and set(not_json.json()) == {"error"}
+
+
+@needs_tokenizers_extra
+def test_show_states_the_services_window_as_the_context_length(tmp_path: Path) -> None:
+    # LlamaIndex's Ollama asks /api/show for the context length and sends it as num_ctx: the
+    # service's true window, as a model server states its model's (the control: another
+    # window, another length).
+    lengths = []
+    for window in (400, 6000):
+        with serving(tmp_path / str(window), cli_set={**TIGHT, "service.window": window}) \
+                as (url, _):
+            shown = _client(url).show("qwen3")
+        lengths.append({k: v for k, v in (shown.modelinfo or {}).items()
+                        if k.endswith("context_length")})
+        assert "tools" in (shown.capabilities or [])
+    assert lengths == [{"harnesslab.context_length": 400}, {"harnesslab.context_length": 6000}]
