@@ -20,11 +20,14 @@ Ollama -> Request (``request_from_ollama``):
   ``tool_name`` when it names one: Ollama's own pairing, by order;
 - ``tools`` are OpenAI's function schemas, kept as sent; ``format`` ``"json"`` or a JSON
   schema is the request's ``("response_format", ...)`` meta (the fake model answers in it);
-- ``options.num_predict`` is the output budget (-1 and -2, "until done", are the service's
-  default); ``options.num_ctx`` is the context the model is loaded with: the service's window
-  for this request when it is smaller (``("window", N)`` meta);
+- ``options.num_predict`` is the output budget; without it (or -1 and -2, "until done") Ollama
+  writes into what the prompt leaves of its context, reserving nothing ahead: the planned
+  output is that room, at least one token and at most the service's default
+  (``("output", "rest")`` meta); ``options.num_ctx`` is the context the model is loaded with:
+  the service's window for this request when it is smaller (``("window", N)`` meta);
 - ``truncate`` (true unless false) is Ollama's truncation: a request over the window is not
   refused but served with its oldest messages dropped, system messages kept, until it fits
+  (its input within the window, and the planned output when ``num_predict`` sets one)
   (``("truncation", "keep_system")`` meta; the record notes how many were dropped, and the
   model sees only what is left). With ``truncate: false`` it is a 400, as Ollama answers one.
 
@@ -287,6 +290,10 @@ def _options(body: Mapping[str, Any]) -> tuple[int | None, tuple[tuple[str, str]
             raise InputError(f"expected a positive integer, -1 or -2, got {predict!r}",
                              field="options.num_predict")
         budget = predict if predict > 0 else None
+    if budget is None:
+        # Ollama writes until done into what the prompt leaves of its context (num_ctx): no
+        # output is reserved ahead, and its truncation keeps only the prompt within the window.
+        meta += (("output", "rest"),)
     ctx = opts.get("num_ctx")
     if ctx is not None:
         if not isinstance(ctx, int) or isinstance(ctx, bool) or ctx < 1:

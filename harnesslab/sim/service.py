@@ -203,9 +203,17 @@ class SimulatedService:
     def count_output(self, text: str) -> int:
         return self.tokenizer.count(text)
 
-    def planned_output(self, request: Request) -> int:
-        return self.profile.default_output if request.output_budget is None \
-            else request.output_budget
+    def planned_output(self, request: Request, true_input: int | None = None) -> int:
+        """The output the request plans for: its budget, or the profile's default; or, for a
+        request that writes into what its input leaves of the window (``("output", "rest")``
+        meta: Ollama without ``num_predict``, which generates until done), that room, at
+        least 1 and at most the default."""
+        if request.output_budget is not None:
+            return request.output_budget
+        if request.meta and request.stated("output") == "rest":
+            used = self.count_input(request) if true_input is None else true_input
+            return max(1, min(self.profile.default_output, self.window(request) - used))
+        return self.profile.default_output
 
     def window(self, request: Request) -> int:
         """The window ``request`` is served in: the profile's, or less when the request sets
@@ -224,7 +232,10 @@ class SimulatedService:
         last message stays: a request that does not fit even so is rejected by
         :meth:`admit`, as with ``disabled``."""
         p = self.profile
-        limit = min(self.window(request) - self.planned_output(request), p.max_input)
+        # What stays for the output: the planned output, or (writing into what is left) one.
+        reserve = 1 if request.meta and request.stated("output") == "rest" \
+            else self.planned_output(request)
+        limit = min(self.window(request) - reserve, p.max_input)
         if self.count_input(request) <= limit:
             return request, 0  # the usual case: counted as admit counts it, incrementally
         c = self._counter
@@ -256,11 +267,11 @@ class SimulatedService:
         problem = self._protocol.problem(request)
         if problem is not None:
             raise ProtocolError(p.name, problem)
-        planned = self.planned_output(request)
+        true_input = self.count_input(request)
+        planned = self.planned_output(request, true_input)
         if planned <= 0:
             raise InputError(f"planned output must be positive, got {planned}",
                              field="output_budget")
-        true_input = self.count_input(request)
 
         def reject(limit_name: str, limit: int) -> ContextOverflowError:
             return ContextOverflowError(p.name, OverflowDetail(limit_name, limit, true_input,

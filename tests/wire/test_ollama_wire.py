@@ -81,7 +81,9 @@ def test_every_field_is_read() -> None:
     off = request_from_ollama({**BODY, "truncate": False, "options": {"num_predict": -1},
                                "format": {"type": "object"}})
     assert off.stated("truncation") is None and off.stated("window") is None
-    assert off.output_budget is None  # -1: until done, the service's default
+    # -1: until done, into what the prompt leaves of the window (nothing reserved ahead)
+    assert off.output_budget is None and off.stated("output") == "rest"
+    assert r.stated("output") is None  # the control: num_predict 300 plans 300
     assert off.stated_json("response_format") == {
         "type": "json_schema", "json_schema": {"name": "format", "schema": {"type": "object"}}}
 
@@ -287,10 +289,10 @@ def test_over_the_window_ollama_truncates_unless_told_not_to(tmp_path: Path) -> 
                              json={"model": "m", "messages": history, "truncate": False,
                                    "stream": False})
         # num_ctx loads the model with less: a request that fits the service's window does
-        # not fit 200 tokens (the control: the same without it is answered whole).
+        # not fit 100 tokens (the control: the same without it is answered whole).
         short = [{"role": "user", "content": LONG}, {"role": "user", "content": Q1}]
         whole = client.chat(model="m", messages=short, stream=False)
-        cut = client.chat(model="m", messages=short, options={"num_ctx": 200}, stream=False)
+        cut = client.chat(model="m", messages=short, options={"num_ctx": 100}, stream=False)
     assert "O-1001" in kept.message.content
     rec = Record.load(tmp_path / "session1.jsonl")
     first, second, third = rec.of_type("model_call")
@@ -302,7 +304,7 @@ def test_over_the_window_ollama_truncates_unless_told_not_to(tmp_path: Path) -> 
     overflow, = rec.of_type("overflow")
     assert "truncated" not in overflow and overflow["limit"] == 400
     assert "truncated" not in second and second["true_input"] == whole.prompt_eval_count
-    assert third["truncated"] == 1 and third["true_input"] + third["planned_output"] <= 200
+    assert third["truncated"] == 1 and third["true_input"] + third["planned_output"] <= 100
     assert cut.prompt_eval_count < whole.prompt_eval_count
     assert refused.status_code == 400 and refused.json() == {
         "error": "the input length exceeds the context length"}
@@ -319,7 +321,7 @@ def test_refusals_are_ollamas_error_shape(tmp_path: Path) -> None:
         key = {"Authorization": "Bearer k"}
         over = httpx.post(f"{base}/api/chat", headers=key, json={
             "model": "m", "stream": False, "truncate": False,
-            "messages": [{"role": "user", "content": LONG * 4}]})
+            "messages": [{"role": "user", "content": LONG * 6}]})
         bad = httpx.post(f"{base}/api/chat", headers=key, json={
             "model": "m", "messages": [{"role": "robot", "content": "x"}]})
         stranger = httpx.post(f"{base}/api/chat", json={

@@ -116,3 +116,24 @@ def test_a_smaller_window_asked_for_is_the_requests_window() -> None:
     assert s.window(r.with_meta(("window", "10000000"))) == 100_000  # never more than its own
     cut, k = s.fit(small)
     assert k == 1 and cut.messages == r.messages[1:]
+
+
+def test_writing_into_what_is_left_reserves_no_output_ahead() -> None:
+    # Ollama without num_predict: the output takes what the prompt leaves of the window, so a
+    # prompt that leaves less than the default output is still answered (the control: a
+    # request that plans the default output is refused, or truncated, for the same window).
+    s = _service(100_000)
+    r = Request(system="", messages=(Message.text("user", LONG), Message.text("user", Q1)))
+    n = s.count_input(r)
+    rest = r.with_meta(("window", str(n + 20)), ("output", "rest"))
+    assert s.admit(rest).planned_output == 20  # what is left, under the default (50)
+    assert s.fit(rest) == (rest, 0)
+    planned = r.with_meta(("window", str(n + 20)))
+    with pytest.raises(ContextOverflowError):
+        s.admit(planned)
+    assert s.fit(planned)[1] == 1
+    roomy = r.with_meta(("output", "rest"))
+    assert s.admit(roomy).planned_output == 50  # at most the default
+    full = r.with_meta(("window", str(n)), ("output", "rest"))
+    cut, k = s.fit(full)  # no room left at all: the oldest message goes, one token stays
+    assert k == 1 and s.admit(cut).planned_output >= 1

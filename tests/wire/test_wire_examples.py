@@ -1,5 +1,6 @@
-"""The worked examples on the Responses and Anthropic wires pass a scenario black-box, on the
-protocol channel, and bind tool calls to the verified user."""
+"""The worked examples on the Responses, Anthropic and Ollama wires pass a scenario black-box,
+on the protocol channel, and bind tool calls to the verified user; the Ollama one, leaving its
+window to the server, loses the follow-up to Ollama's silent truncation, and the metrics say so."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("example", "sdk"), [("responses_agent.py", "openai"),
-                                              ("anthropic_agent.py", "anthropic")])
+                                              ("anthropic_agent.py", "anthropic"),
+                                              ("ollama_agent.py", "ollama")])
 @pytest.mark.parametrize("scenario", ["followup-o1001-zh", "spoofed-identity-zh"])
 def test_the_wire_example_passes(tmp_path: Path, example: str, sdk: str, scenario: str) -> None:
     pytest.importorskip(sdk)
@@ -51,3 +53,27 @@ def test_the_responses_example_keeps_its_context_on_the_server(tmp_path: Path, o
     bridged = any(SUMMARY_BRIDGE in b.text for q in seen for m in q.messages  # type: ignore[union-attr]
                   for b in m.content if hasattr(b, "text"))
     assert bridged == (option == "--compact-at 300")  # the summary came back from the server
+
+
+def test_the_ollama_example_loses_the_follow_up_to_the_servers_truncation(tmp_path: Path) -> None:
+    """The Ollama example keeps no context of its own: loaded with a 4,000-token context
+    (num_ctx), the server drops the oldest messages of the follow-up's request, the first
+    question among them, without a word to the harness. No overflow is reported; the follow-up
+    fails, and server_truncation_rate shows the cut (the control: the service's own window)."""
+    pytest.importorskip("ollama")
+    path = bundled_dir() / "followup-after-filler-zh.yaml"
+    sc = load_scenario(path)
+    v = next(x for x in sc.variants if x.name == "default")
+    runs = {}
+    for option in ("", "--num-ctx 4000"):
+        runs[option] = run_variant(sc, v, source=path, out_dir=tmp_path / (option or "roomy"),
+                                   cli_set={"harness": f"cmd:python {ROOT / 'examples' / 'ollama_agent.py'} "
+                                            f"{option}", "turn_timeout": 60})
+    roomy, cut = runs[""], runs["--num-ctx 4000"]
+    assert roomy.error is None and all(c.passed for c in roomy.checks)
+    assert "server_truncation_rate" not in roomy.metrics
+    assert cut.error is None and not cut.checks_unreadable
+    assert {c.id for c in cut.checks if not c.passed} >= {"s3.resolves", "s3.mentions"}
+    assert cut.metrics["overflow_rate"]["num"] == 0
+    assert cut.metrics["server_truncation_rate"]["num"] >= 1
+    assert cut.metrics["server_dropped_messages"] > 100
