@@ -384,24 +384,37 @@ def run_metrics(rec: Record, checks: Sequence[CheckOutcome],
     return tally.result(rec, compaction_true)
 
 
+_ZERO_WHEN_ABSENT: dict[str, Any] = {
+    "server_truncation_rate": lambda r: {"num": 0, "den": r.get("model_calls", 0)},
+    "server_dropped_messages": lambda r: 0,
+}
+
+
 def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Pool per-seed metrics of one (scenario, variant): rates with Wilson intervals, means
     with bootstrap intervals, pass^k of 'every check passed' for k = 1..seeds."""
     out: dict[str, Any] = {}
     if not runs:
         return out
-    for name, v in runs[0].items():
+    # A metric only some runs have (the server's cuts happen in some seeds and not in others)
+    # is zero in the others; any other metric is pooled over the runs that have it.
+    runs = [{**{k: f(r) for k, f in _ZERO_WHEN_ABSENT.items()
+                if k not in r and any(k in x for x in runs)}, **r} for r in runs]
+    names = list(dict.fromkeys(k for r in runs for k in r))
+    for name in names:
+        have = [r for r in runs if name in r]
+        v = have[0][name]
         if isinstance(v, dict) and "num" in v:
-            num = sum(r[name]["num"] for r in runs)
-            den = sum(r[name]["den"] for r in runs)
+            num = sum(r[name]["num"] for r in have)
+            den = sum(r[name]["den"] for r in have)
             out[name] = {"value": num / den if den else None, "ci": wilson(num, den),
                          "num": num, "den": den}
         elif isinstance(v, dict) and "signed_mean" in v:
             out[name] = {}
             for stat in ("signed_mean", "mape", "p95"):
-                xs = [float(r[name][stat]) for r in runs if r[name][stat] is not None]
+                xs = [float(r[name][stat]) for r in have if r[name][stat] is not None]
                 out[name][stat] = {"value": mean_or_none(xs), "ci": bootstrap_mean(xs)}
         elif isinstance(v, int | float) or v is None:
-            xs = [float(r[name]) for r in runs if r[name] is not None]
+            xs = [float(r[name]) for r in have if r[name] is not None]
             out[name] = {"value": mean_or_none(xs), "ci": bootstrap_mean(xs)}
     return out

@@ -103,6 +103,13 @@ def format_results(results: Sequence[RunResult], summary: dict[str, Any] | None 
         for u in row.get("checks_unreadable", []):
             # The bench's fault, not the harness's: apart from the failures above.
             lines.append(f"  ? {row['scenario']}/{row['variant']}: unreadable {u}")
+        cut = (row.get("metrics") or {}).get("server_truncation_rate") or {}
+        if cut.get("num"):
+            # No overflow says it: the harness left its window to the server, which cut.
+            dropped = (row["metrics"].get("server_dropped_messages") or {}).get("value") or 0
+            lines.append(f"  cut {row['scenario']}/{row['variant']}: the server truncated "
+                         f"{cut['num']} of {cut['den']} calls, dropping {dropped:g} messages "
+                         f"(per seed) the harness sent")
     notes = LEGEND
     if seeds > 1:
         notes += (f"; with {seeds} seeds: rates with 95% Wilson intervals, costs with bootstrap "

@@ -141,3 +141,18 @@ def test_error_stats() -> None:
     assert math.isclose(s["signed_mean"] or 0, 0.05)
     assert math.isclose(s["mape"] or 0, 0.2)
     assert s["p95"] == 0.4
+
+
+def test_a_metric_only_some_seeds_have_is_zero_in_the_others() -> None:
+    # The server cut a request in one seed and not in the other: the pooled rate counts the
+    # other's calls as uncut (not a KeyError, not a rate over the cutting seed alone).
+    from harnesslab.judge.metrics import aggregate
+
+    cut = {"model_calls": 4, "server_truncation_rate": {"num": 1, "den": 4, "value": 0.25},
+           "server_dropped_messages": 12}
+    whole = {"model_calls": 6}
+    pooled = aggregate([whole, cut])
+    assert (pooled["server_truncation_rate"]["num"], pooled["server_truncation_rate"]["den"]) \
+        == (1, 10)
+    assert pooled["server_dropped_messages"]["value"] == 6.0
+    assert "server_truncation_rate" not in aggregate([whole, whole])  # the control

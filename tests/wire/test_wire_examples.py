@@ -77,3 +77,10 @@ def test_the_ollama_example_loses_the_follow_up_to_the_servers_truncation(tmp_pa
     assert cut.metrics["overflow_rate"]["num"] == 0
     assert cut.metrics["server_truncation_rate"]["num"] >= 1
     assert cut.metrics["server_dropped_messages"] > 100
+    # The run's table says it under the row, where an overflow would show (the control: none).
+    from harnesslab.run.table import format_results
+
+    said = [x for x in format_results([cut]).splitlines() if x.startswith("  cut ")]
+    assert len(said) == 1 and said[0].startswith(
+        "  cut followup-after-filler-zh/default: the server truncated 1 of 3 calls, dropping "), said
+    assert "  cut " not in format_results([roomy])
