@@ -41,10 +41,12 @@ counts. Errors are ``{"error": MESSAGE}``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from harnesslab.adapters.openai_wire import PIECE
@@ -94,11 +96,8 @@ class OllamaState:
 
     def answered(self, resp: Response) -> None:
         for c in resp.tool_calls:
-            try:
-                args = json.loads(c.input) if c.input.strip() else {}
-            except ValueError:
-                continue
-            if isinstance(args, dict):
+            args = _arguments(c)
+            if args is not None:
                 ids = self._issued.setdefault(_args_key(c.name, args), [])
                 ids.append(c.id)
                 del ids[:-_KEPT_CALLS]
@@ -113,6 +112,16 @@ class OllamaState:
         issued = self._issued.get(key, [])
         k = len(issued) - of + nth
         return issued[k] if 0 <= k < len(issued) else None
+
+
+def _arguments(c: ToolCallBlock) -> dict[str, Any] | None:
+    """A call's arguments as the object Ollama carries (none written: empty); None when its
+    text is no JSON object."""
+    try:
+        args = json.loads(c.input) if c.input.strip() else {}
+    except ValueError:
+        return None
+    return args if isinstance(args, dict) else None
 
 
 def _media(data: str) -> str:
@@ -182,7 +191,7 @@ def _calls(d: Mapping[str, Any], i: int, state: OllamaState, names: dict[str, st
     return out
 
 
-def _result_id(raw: list[Any], i: int, names: Mapping[str, str]) -> tuple[str, str]:
+def _result_id(raw: list[Any], i: int, names: dict[str, str]) -> tuple[str, str]:
     """The id and name of the call the tool message ``raw[i]`` answers: its ``tool_call_id``,
     else Ollama's pairing by order (module docstring); ("", name) when no call is open."""
     d = raw[i]
@@ -197,8 +206,7 @@ def _result_id(raw: list[Any], i: int, names: Mapping[str, str]) -> tuple[str, s
     if not isinstance(calls, list) or not calls:
         return "", name
     # The calls' ids are the last ones converted (only tool messages came after them).
-    ids = list(names)[-len(calls):]
-    open_ = [(ids[k], names[ids[k]]) for k in range(len(ids))]
+    open_ = [(x, names[x]) for x in islice(reversed(names), len(calls))][::-1]
     for m in raw[j + 1:i + 1]:
         mid, mname = m.get("tool_call_id"), m.get("tool_name")
         pick = next((c for c in open_ if isinstance(mid, str) and c[0] == mid), None) or \
@@ -225,12 +233,8 @@ def request_from_ollama(body: Mapping[str, Any], *, session_id: str = "",
         if not isinstance(d, Mapping):
             raise InputError("expected a message object", field=_where(i))
 
-    found: list[dict[tuple[str, str], list[tuple[int, int]]]] = []
-
-    def equal() -> dict[tuple[str, str], list[tuple[int, int]]]:
-        if not found:  # once per body, and only when a call comes without its id
-            found.append(_equal_calls(raw))
-        return found[0]
+    # Once per body, and only when a call comes without its id.
+    equal = functools.cache(lambda: _equal_calls(raw))
 
     def message(d: Mapping[str, Any], i: int, names: dict[str, str]) -> Message:
         role = str(d.get("role", "")).lower()
@@ -328,15 +332,9 @@ def created_at(now: datetime) -> str:
 
 
 def _tool_calls(resp: Response) -> list[dict[str, Any]]:
-    out = []
-    for k, c in enumerate(resp.tool_calls):
-        try:
-            args = json.loads(c.input) if c.input.strip() else {}
-        except ValueError:
-            args = {}
-        out.append({"id": c.id, "function": {"index": k, "name": c.name,
-                                             "arguments": args if isinstance(args, dict) else {}}})
-    return out
+    return [{"id": c.id, "function": {"index": k, "name": c.name,
+                                      "arguments": _arguments(c) or {}}}
+            for k, c in enumerate(resp.tool_calls)]
 
 
 def _done(resp: Response) -> dict[str, Any]:

@@ -556,21 +556,17 @@ def build_app(sessions: Sessions) -> Any:
     async def ollama_chat(req: HttpRequest) -> Any:
         s = await session_of(req)
         body = await body_of(req)
-
-        def refused(status: int, message: str) -> JSONResponse:
-            return JSONResponse(ollama_wire.error_body(message), status)
-
         try:
             request = ollama_wire.request_from_ollama(body, session_id=s.context.session.id,
                                                       state=s.ollama)
         except InputError as e:
-            return refused(400, f"{e.field}: {e.problem}")
+            raise Refused(400, f"{e.field}: {e.problem}") from None
         try:
             resp, _ = await call(s, request)
         except ContextOverflowError:
-            return refused(400, ollama_wire.CONTEXT_LENGTH)
+            raise Refused(400, ollama_wire.CONTEXT_LENGTH) from None
         except ProtocolError as e:
-            return refused(400, f"messages: {e.problem}")
+            raise Refused(400, f"messages: {e.problem}") from None
         s.ollama.answered(resp)
         model = str(body.get("model") or MODEL)
         at = ollama_wire.created_at(s.context.clock.now())

@@ -398,9 +398,9 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return out
     # A metric only some runs have (the server's cuts happen in some seeds and not in others)
     # is zero in the others; any other metric is pooled over the runs that have it.
-    runs = [{**{k: f(r) for k, f in _ZERO_WHEN_ABSENT.items()
-                if k not in r and any(k in x for x in runs)}, **r} for r in runs]
     names = list(dict.fromkeys(k for r in runs for k in r))
+    runs = [{**{k: f(r) for k, f in _ZERO_WHEN_ABSENT.items() if k in names and k not in r},
+             **r} for r in runs]
     for name in names:
         have = [r for r in runs if name in r]
         v = have[0][name]

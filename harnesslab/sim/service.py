@@ -173,6 +173,13 @@ class ServiceRule:
         return units
 
 
+def _into_rest(request: Request) -> bool:
+    """Whether ``request`` writes its output into what its input leaves of the window
+    (``("output", "rest")`` meta: Ollama without ``num_predict``), reserving none ahead."""
+    return request.output_budget is None and bool(request.meta) \
+        and request.stated("output") == "rest"
+
+
 @dataclass(frozen=True)
 class Usage:
     """What the service bills for an admitted request."""
@@ -210,7 +217,7 @@ class SimulatedService:
         least 1 and at most the default."""
         if request.output_budget is not None:
             return request.output_budget
-        if request.meta and request.stated("output") == "rest":
+        if _into_rest(request):
             used = self.count_input(request) if true_input is None else true_input
             return max(1, min(self.profile.default_output, self.window(request) - used))
         return self.profile.default_output
@@ -233,8 +240,7 @@ class SimulatedService:
         :meth:`admit`, as with ``disabled``."""
         p = self.profile
         # What stays for the output: the planned output, or (writing into what is left) one.
-        reserve = 1 if request.meta and request.stated("output") == "rest" \
-            else self.planned_output(request)
+        reserve = 1 if _into_rest(request) else self.planned_output(request)
         limit = min(self.window(request) - reserve, p.max_input)
         if self.count_input(request) <= limit:
             return request, 0  # the usual case: counted as admit counts it, incrementally

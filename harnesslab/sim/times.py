@@ -255,10 +255,8 @@ def _iso(text: str, default: tzinfo) -> datetime | None:
 def parse_stated(text: str, default: tzinfo) -> datetime | None:
     """One statement's time (any form above), aware; None when it is not a valid time or
     reads two ways."""
-    try:
-        return _parse(text, default)
-    except _TwoReadings:
-        return None
+    t = reading_of(text, default)
+    return t if isinstance(t, datetime) else None
 
 
 def reading_of(text: str, default: tzinfo) -> datetime | Unread | None:
